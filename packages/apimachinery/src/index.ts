@@ -1,0 +1,7 @@
+/**
+ * The shared vocabulary of every service: object and metadata types, API
+ * errors and Status, the resource registry.
+ */
+export * from './types';
+export * from './errors';
+export * from './registry';

@@ -1,0 +1,165 @@
+import type { Schema } from '@svc/merge';
+import type { ApiObject } from './types';
+import type { StatusCause } from './errors';
+
+/** Request verbs a resource can serve (SPEC section 5, authorization). */
+export type ResourceVerb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+
+export const STANDARD_VERBS: readonly ResourceVerb[] = [
+  'create',
+  'delete',
+  'deletecollection',
+  'get',
+  'list',
+  'patch',
+  'update',
+  'watch',
+];
+
+export interface SubresourceDefinition {
+  /** Path segment, for example `status`. */
+  name: string;
+  verbs: ResourceVerb[];
+  /** Kind served at the subresource; the parent kind when unset. */
+  kind?: string;
+}
+
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  /** Simple JSON path into the object, for example `.metadata.creationTimestamp`. */
+  jsonPath: string;
+  format?: string;
+  description?: string;
+  priority?: number;
+  /** Computed cell for columns no JSON path expresses (a count of data keys, say); wins over jsonPath. */
+  compute?(obj: ApiObject): string | number | boolean | null;
+}
+
+/** Per-kind hooks, called by the generic store in a fixed order. */
+export interface ResourceStrategy {
+  /** Clears fields a client may not set on create (status, for kinds with a status subresource). */
+  prepareForCreate?(obj: ApiObject): void;
+  /** Carries over fields a client may not change through the main resource. */
+  prepareForUpdate?(obj: ApiObject, old: ApiObject): void;
+  /** Fills defaults, after the object is decoded and before validation. */
+  applyDefaults?(obj: ApiObject): void;
+  /** Kind-specific validation; causes name the field path (`spec.ports[0].port`). */
+  validate?(obj: ApiObject): StatusCause[];
+  validateUpdate?(obj: ApiObject, old: ApiObject): StatusCause[];
+}
+
+/**
+ * One declarative entry per kind: everything discovery, OpenAPI, routing,
+ * validation, storage keys and apply need to know about it.
+ */
+export interface ResourceDefinition {
+  /** API group; empty string for the core group. */
+  group: string;
+  version: string;
+  kind: string;
+  listKind: string;
+  /** Resource name in URLs (`configmaps`). */
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  categories: string[];
+  namespaced: boolean;
+  verbs: ResourceVerb[];
+  subresources: SubresourceDefinition[];
+  /** Structural schema of the whole object, including apiVersion, kind and metadata. */
+  schema: Schema;
+  /** Extra table columns after `Name`; the default table adds `Created At`. */
+  printerColumns: PrinterColumn[];
+  strategy: ResourceStrategy;
+  /** Name of the schema definition in OpenAPI documents (`io.svc.api.core.v1.ConfigMap`). */
+  openApiName: string;
+  /** DELETE answers with the deleted object instead of a success Status. */
+  returnDeletedObject?: boolean;
+  /** PUT may omit metadata.resourceVersion. */
+  allowUnconditionalUpdate?: boolean;
+  /** PUT to a missing object creates it. */
+  allowCreateOnUpdate?: boolean;
+}
+
+export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {
+  return def.group ? `${def.group}/${def.version}` : def.version;
+}
+
+export interface GroupVersionKey {
+  group: string;
+  version: string;
+}
+
+/**
+ * The set of served kinds. Built-in kinds are added at start; custom
+ * resource definitions add and remove entries at run time.
+ */
+export class ResourceRegistry {
+  private readonly byResource = new Map<string, ResourceDefinition>();
+  private readonly listeners = new Set<() => void>();
+
+  private static key(group: string, version: string, plural: string): string {
+    return `${group}/${version}/${plural}`;
+  }
+
+  add(def: ResourceDefinition): void {
+    this.byResource.set(ResourceRegistry.key(def.group, def.version, def.plural), def);
+    this.changed();
+  }
+
+  remove(group: string, version: string, plural: string): void {
+    if (this.byResource.delete(ResourceRegistry.key(group, version, plural))) this.changed();
+  }
+
+  /** Called after every change, so derived documents (discovery, OpenAPI) can be rebuilt. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  lookup(group: string, version: string, plural: string): ResourceDefinition | undefined {
+    return this.byResource.get(ResourceRegistry.key(group, version, plural));
+  }
+
+  lookupKind(group: string, version: string, kind: string): ResourceDefinition | undefined {
+    for (const def of this.byResource.values()) {
+      if (def.group === group && def.version === version && def.kind === kind) return def;
+    }
+    return undefined;
+  }
+
+  all(): ResourceDefinition[] {
+    return [...this.byResource.values()];
+  }
+
+  /** Served group versions, each group's versions in registration order. */
+  groupVersions(): GroupVersionKey[] {
+    const seen = new Set<string>();
+    const out: GroupVersionKey[] = [];
+    for (const def of this.byResource.values()) {
+      const k = `${def.group}/${def.version}`;
+      if (!seen.has(k)) {
+        seen.add(k);
+        out.push({ group: def.group, version: def.version });
+      }
+    }
+    return out;
+  }
+
+  resourcesIn(group: string, version: string): ResourceDefinition[] {
+    return this.all().filter((d) => d.group === group && d.version === version);
+  }
+
+  hasGroupVersion(group: string, version: string): boolean {
+    return this.all().some((d) => d.group === group && d.version === version);
+  }
+
+  hasGroup(group: string): boolean {
+    return this.all().some((d) => d.group === group);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+}
