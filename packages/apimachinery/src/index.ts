@@ -5,3 +5,6 @@
 export * from './types';
 export * from './errors';
 export * from './registry';
+export * from './validation';
+export * from './selectors';
+export * from './keys';

@@ -1,0 +1,137 @@
+import { ApiError } from './errors';
+
+/**
+ * Label and field selectors in their string forms, as clients send them in
+ * `labelSelector` and `fieldSelector`.
+ */
+
+export type LabelOperator = 'in' | 'notin' | 'exists' | '!' | '=' | '!=' | 'gt' | 'lt';
+
+export interface LabelRequirement {
+  key: string;
+  operator: LabelOperator;
+  values: string[];
+}
+
+export interface LabelSelector {
+  requirements: LabelRequirement[];
+  matches(labels: Record<string, string> | undefined): boolean;
+  readonly empty: boolean;
+}
+
+function matchRequirement(r: LabelRequirement, labels: Record<string, string>): boolean {
+  const has = Object.prototype.hasOwnProperty.call(labels, r.key);
+  const value = has ? labels[r.key] : undefined;
+  switch (r.operator) {
+    case '=':
+    case 'in':
+      return has && r.values.includes(value as string);
+    case '!=':
+    case 'notin':
+      return !has || !r.values.includes(value as string);
+    case 'exists':
+      return has;
+    case '!':
+      return !has;
+    case 'gt':
+    case 'lt': {
+      if (!has) return false;
+      const n = Number(value);
+      const bound = Number(r.values[0]);
+      if (!Number.isInteger(n)) return false;
+      return r.operator === 'gt' ? n > bound : n < bound;
+    }
+  }
+}
+
+function selector(requirements: LabelRequirement[]): LabelSelector {
+  return {
+    requirements,
+    empty: requirements.length === 0,
+    matches: (labels) => requirements.every((r) => matchRequirement(r, labels ?? {})),
+  };
+}
+
+/** Splits on commas that are not inside parentheses. */
+function splitTopLevel(input: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const ch of input) {
+    if (ch === '(') depth++;
+    if (ch === ')') depth--;
+    if (ch === ',' && depth === 0) {
+      parts.push(current);
+      current = '';
+    } else current += ch;
+  }
+  parts.push(current);
+  return parts.map((p) => p.trim()).filter((p) => p.length > 0);
+}
+
+const KEY = String.raw`[A-Za-z0-9][-A-Za-z0-9_./]*`;
+const SET_EXPR = new RegExp(String.raw`^(${KEY})\s+(in|notin)\s+\(([^)]*)\)$`);
+const EQ_EXPR = new RegExp(String.raw`^(${KEY})\s*(==|=|!=)\s*([-A-Za-z0-9_.]*)$`);
+const CMP_EXPR = new RegExp(String.raw`^(${KEY})\s*(>|<)\s*(-?[0-9]+)$`);
+const EXISTS_EXPR = new RegExp(String.raw`^(!?)\s*(${KEY})$`);
+
+export function parseLabelSelector(input: string | undefined): LabelSelector {
+  const text = (input ?? '').trim();
+  if (text === '') return selector([]);
+  const requirements: LabelRequirement[] = [];
+  for (const part of splitTopLevel(text)) {
+    let m: RegExpExecArray | null;
+    if ((m = SET_EXPR.exec(part))) {
+      const values = (m[3] ?? '').split(',').map((v) => v.trim()).filter((v) => v !== '');
+      requirements.push({ key: m[1] as string, operator: m[2] as 'in' | 'notin', values });
+    } else if ((m = EQ_EXPR.exec(part))) {
+      requirements.push({ key: m[1] as string, operator: m[2] === '!=' ? '!=' : '=', values: [m[3] as string] });
+    } else if ((m = CMP_EXPR.exec(part))) {
+      requirements.push({ key: m[1] as string, operator: m[2] === '>' ? 'gt' : 'lt', values: [m[3] as string] });
+    } else if ((m = EXISTS_EXPR.exec(part))) {
+      requirements.push({ key: m[2] as string, operator: m[1] === '!' ? '!' : 'exists', values: [] });
+    } else {
+      throw ApiError.badRequest(`unable to parse requirement: found '${part}', expected: a valid label selector`);
+    }
+  }
+  return selector(requirements);
+}
+
+export interface FieldRequirement {
+  field: string;
+  operator: '=' | '!=';
+  value: string;
+}
+
+export interface FieldSelector {
+  requirements: FieldRequirement[];
+  readonly empty: boolean;
+  /** True when every requirement holds; `fields` maps a field path to its value. */
+  matches(fields: Record<string, string | undefined>): boolean;
+}
+
+export function parseFieldSelector(input: string | undefined): FieldSelector {
+  const text = (input ?? '').trim();
+  const requirements: FieldRequirement[] = [];
+  if (text !== '') {
+    for (const part of splitTopLevel(text)) {
+      const m = /^([A-Za-z0-9_.\-]+)\s*(==|=|!=)\s*(.*)$/.exec(part);
+      if (!m) throw ApiError.badRequest(`invalid selector: '${part}'; can't understand '${part}'`);
+      requirements.push({ field: m[1] as string, operator: m[2] === '!=' ? '!=' : '=', value: (m[3] as string).trim() });
+    }
+  }
+  return {
+    requirements,
+    empty: requirements.length === 0,
+    matches: (fields) =>
+      requirements.every((r) => {
+        const v = fields[r.field] ?? '';
+        return r.operator === '=' ? v === r.value : v !== r.value;
+      }),
+  };
+}
+
+/** Field values every object supports in field selectors. */
+export function standardSelectableFields(obj: { metadata?: { name?: string; namespace?: string } }): Record<string, string | undefined> {
+  return { 'metadata.name': obj.metadata?.name, 'metadata.namespace': obj.metadata?.namespace };
+}

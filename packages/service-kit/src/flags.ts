@@ -1,0 +1,98 @@
+/**
+ * Command-line flags in the `--name=value` / `--name value` form the original
+ * server uses. Each service declares its flags once; `--help` prints them.
+ */
+export interface FlagSpec {
+  description: string;
+  /** Default value; a flag without a default and with `required` must be given. */
+  default?: string;
+  required?: boolean;
+  /** The flag may be repeated; values are collected in order. */
+  repeated?: boolean;
+  /** The flag is boolean: `--flag` alone means true. */
+  boolean?: boolean;
+}
+
+export type FlagSpecs = Record<string, FlagSpec>;
+
+export class FlagError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FlagError';
+  }
+}
+
+export interface ParsedFlags {
+  get(name: string): string;
+  getOptional(name: string): string | undefined;
+  getAll(name: string): string[];
+  getBool(name: string): boolean;
+  getInt(name: string): number;
+}
+
+export function usage(command: string, specs: FlagSpecs): string {
+  const lines = [`Usage: ${command} [flags]`, '', 'Flags:'];
+  for (const [name, spec] of Object.entries(specs)) {
+    const def = spec.default !== undefined ? ` (default ${JSON.stringify(spec.default)})` : spec.required ? ' (required)' : '';
+    lines.push(`  --${name}${spec.boolean ? '' : '=<value>'}${spec.repeated ? ' (repeatable)' : ''}`);
+    lines.push(`      ${spec.description}${def}`);
+  }
+  return lines.join('\n');
+}
+
+export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFlags {
+  const values = new Map<string, string[]>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) throw new FlagError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = specs[name];
+    if (!spec) throw new FlagError(`unknown flag --${name}`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (spec.boolean) value = 'true';
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new FlagError(`flag --${name} needs a value`);
+      value = next;
+      i++;
+    }
+    const list = values.get(name) ?? [];
+    if (!spec.repeated) list.length = 0;
+    list.push(value);
+    values.set(name, list);
+  }
+  for (const [name, spec] of Object.entries(specs)) {
+    if (spec.required && !values.has(name) && spec.default === undefined) throw new FlagError(`flag --${name} is required`);
+  }
+  const optional = (name: string): string | undefined => {
+    const spec = specs[name];
+    if (!spec) throw new FlagError(`flag --${name} is not declared`);
+    const list = values.get(name);
+    return list && list.length > 0 ? list[list.length - 1] : spec.default;
+  };
+  return {
+    getOptional: optional,
+    get(name) {
+      const v = optional(name);
+      if (v === undefined) throw new FlagError(`flag --${name} is required`);
+      return v;
+    },
+    getAll(name) {
+      return values.get(name) ?? (specs[name]?.default !== undefined && specs[name]?.default !== '' ? [specs[name]?.default as string] : []);
+    },
+    getBool(name) {
+      const v = optional(name);
+      if (v === undefined || v === '' || v === 'false' || v === '0') return false;
+      if (v === 'true' || v === '1') return true;
+      throw new FlagError(`flag --${name} must be true or false, got ${JSON.stringify(v)}`);
+    },
+    getInt(name) {
+      const v = optional(name);
+      const n = Number(v);
+      if (v === undefined || !Number.isInteger(n)) throw new FlagError(`flag --${name} must be an integer, got ${JSON.stringify(v)}`);
+      return n;
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import * as grpc from '@grpc/grpc-js';
+import { propagation, context as otelContext } from '@opentelemetry/api';
+import { ApiError, type Status } from '@svc/apimachinery';
+import type { Logger } from './logger';
+
+/**
+ * gRPC plumbing shared by every service: errors cross the wire as a gRPC
+ * status plus the API Status in trailing metadata (`svc-status`), so a
+ * backend's NotFound reaches the HTTP client unchanged; transport failures
+ * become 503/504 with Retry-After.
+ */
+
+export const STATUS_TRAILER = 'svc-status';
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+const CODE_BY_HTTP: Record<number, grpc.status> = {
+  400: grpc.status.INVALID_ARGUMENT,
+  401: grpc.status.UNAUTHENTICATED,
+  403: grpc.status.PERMISSION_DENIED,
+  404: grpc.status.NOT_FOUND,
+  405: grpc.status.UNIMPLEMENTED,
+  406: grpc.status.INVALID_ARGUMENT,
+  409: grpc.status.ABORTED,
+  410: grpc.status.OUT_OF_RANGE,
+  413: grpc.status.RESOURCE_EXHAUSTED,
+  415: grpc.status.INVALID_ARGUMENT,
+  422: grpc.status.INVALID_ARGUMENT,
+  429: grpc.status.RESOURCE_EXHAUSTED,
+  500: grpc.status.INTERNAL,
+  503: grpc.status.UNAVAILABLE,
+  504: grpc.status.DEADLINE_EXCEEDED,
+};
+
+export function toGrpcError(err: unknown): Partial<grpc.StatusObject> {
+  const apiError = ApiError.from(err);
+  const metadata = new grpc.Metadata();
+  metadata.set(STATUS_TRAILER, JSON.stringify(apiError.toStatus()));
+  return { code: CODE_BY_HTTP[apiError.code] ?? grpc.status.UNKNOWN, details: apiError.message, metadata };
+}
+
+/** Turns a failed call into the ApiError the gateway answers with. */
+export function fromGrpcError(err: unknown, service: string): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as Partial<grpc.ServiceError>;
+  const raw = e.metadata?.get(STATUS_TRAILER)?.[0];
+  if (raw !== undefined) {
+    try {
+      const status = JSON.parse(raw.toString()) as Status;
+      return ApiError.fromStatus(status);
+    } catch {
+      // fall through to the transport mapping
+    }
+  }
+  switch (e.code) {
+    case grpc.status.UNAVAILABLE:
+      return ApiError.serviceUnavailable(`the ${service} service is unavailable, try again later`, 1);
+    case grpc.status.DEADLINE_EXCEEDED:
+      return ApiError.timeout(`the ${service} service did not answer in time`, 1);
+    case grpc.status.CANCELLED:
+      return ApiError.timeout(`the call to the ${service} service was cancelled`, 1);
+    default:
+      return ApiError.internal(`the ${service} service failed`, err);
+  }
+}
+
+export interface CallContext {
+  requestId: string;
+  log: Logger;
+  metadata: grpc.Metadata;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+}
+
+function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, log: Logger): CallContext {
+  const requestId = String(call.metadata.get(REQUEST_ID_HEADER)[0] ?? '');
+  const controller = new AbortController();
+  call.on('cancelled', () => controller.abort());
+  return { requestId, log: requestId ? log.with({ requestId }) : log, metadata: call.metadata, signal: controller.signal };
+}
+
+/** A unary handler whose errors become statuses with the API Status attached. */
+export function unary<Req, Res>(
+  log: Logger,
+  method: string,
+  fn: (req: Req, ctx: CallContext) => Promise<Res>,
+): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    const ctx = callContext(call, log);
+    fn(call.request, ctx).then(
+      (res) => callback(null, res),
+      (err: unknown) => {
+        const apiError = ApiError.from(err);
+        if (apiError.code >= 500) ctx.log.error('call failed', { method, code: apiError.code, err: apiError.cause ?? apiError });
+        else ctx.log.debug('call rejected', { method, code: apiError.code, reason: apiError.reason });
+        callback(toGrpcError(apiError));
+      },
+    );
+  };
+}
+
+/** A server-streaming handler: `fn` writes with `send` and resolves when done. */
+export function serverStream<Req, Res>(
+  log: Logger,
+  method: string,
+  fn: (req: Req, send: (msg: Res) => Promise<void>, ctx: CallContext) => Promise<void>,
+): grpc.handleServerStreamingCall<Req, Res> {
+  return (call) => {
+    const ctx = callContext(call, log);
+    const send = (msg: Res): Promise<void> =>
+      new Promise((resolve) => {
+        if (call.write(msg)) resolve();
+        else call.once('drain', () => resolve());
+      });
+    fn(call.request, send, ctx).then(
+      () => call.end(),
+      (err: unknown) => {
+        const apiError = ApiError.from(err);
+        if (apiError.code >= 500) ctx.log.error('stream failed', { method, err: apiError.cause ?? apiError });
+        call.destroy(Object.assign(new Error(apiError.message), toGrpcError(apiError)));
+      },
+    );
+  };
+}
+
+export interface GrpcServerHandle {
+  /** The bound port (useful when the configured port was 0). */
+  port: number;
+  address: string;
+  close(): Promise<void>;
+}
+
+/** Starts a gRPC server with the given services on `address` (host:port). */
+export async function startGrpcServer(
+  address: string,
+  services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
+): Promise<GrpcServerHandle> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
+  for (const s of services) server.addService(s.definition, s.implementation);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+  });
+  const host = address.slice(0, address.lastIndexOf(':'));
+  return {
+    port,
+    address: `${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+export const CLIENT_OPTIONS: grpc.ClientOptions = {
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.max_send_message_length': 64 * 1024 * 1024,
+  'grpc.keepalive_time_ms': 30000,
+  'grpc.enable_retries': 1,
+};
+
+export interface CallOptions {
+  requestId?: string;
+  /** Milliseconds until the call is abandoned with 504. */
+  timeoutMs?: number;
+}
+
+/** Metadata for an outgoing call: request id and trace context. */
+export function outgoingMetadata(opts: CallOptions = {}): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (opts.requestId) md.set(REQUEST_ID_HEADER, opts.requestId);
+  const carrier: Record<string, string> = {};
+  propagation.inject(otelContext.active(), carrier);
+  for (const [k, v] of Object.entries(carrier)) md.set(k, v);
+  return md;
+}
+
+type UnaryMethod<Req, Res> = (
+  request: Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: Res) => void,
+) => grpc.ClientUnaryCall;
+
+/** Calls a generated unary method and maps failures to ApiError. */
+export function callUnary<Req, Res>(service: string, method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
+  const deadline = new Date(Date.now() + (opts.timeoutMs ?? 30000));
+  return new Promise<Res>((resolve, reject) => {
+    method(request, outgoingMetadata(opts), { deadline }, (err, res) => {
+      if (err) reject(fromGrpcError(err, service));
+      else resolve(res);
+    });
+  });
+}

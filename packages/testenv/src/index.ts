@@ -1,0 +1,9 @@
+/**
+ * The integration harness: real etcd, NATS and every service as processes on
+ * free loopback ports, with a kubeconfig and a ready client. Users start it
+ * from their own test suites; `make up` runs the same code in the foreground.
+ */
+export { freePort, waitForPort } from './ports';
+export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions } from './process';
+export { etcdBinary, natsBinary } from './binaries';
+export { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';

@@ -1,0 +1,113 @@
+import * as grpc from '@grpc/grpc-js';
+import type { ApiObject, StoredKey } from '@svc/apimachinery';
+import { storage } from '@svc/proto';
+import { CLIENT_OPTIONS, callUnary, type CallOptions } from '@svc/service-kit';
+
+/** Typed client of the storage service; objects in and out as parsed JSON. */
+export interface ReadAtOptions {
+  revision?: number;
+  minRevision?: number;
+}
+
+export interface StoredResult {
+  object: ApiObject;
+  revision: number;
+}
+
+export interface ListPage {
+  items: ApiObject[];
+  revision: number;
+  continueToken: string;
+  remainingItemCount?: number;
+}
+
+export interface ListRequestOptions {
+  at?: ReadAtOptions;
+  limit?: number;
+  continueToken?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface WriteOptions extends CallOptions {
+  dryRun?: boolean;
+}
+
+export interface PreconditionOptions {
+  revision?: number;
+  uid?: string;
+}
+
+function parse(bytes: Uint8Array): ApiObject {
+  return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
+}
+
+function encode(obj: ApiObject): Buffer {
+  return Buffer.from(JSON.stringify(obj));
+}
+
+export class StorageClient {
+  private readonly client: storage.StorageClient;
+
+  constructor(address: string) {
+    this.client = new storage.StorageClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  async get(key: StoredKey, at: ReadAtOptions = {}, opts?: CallOptions): Promise<StoredResult> {
+    const res = await callUnary('storage', this.client.get.bind(this.client), { key, at: { revision: at.revision ?? 0, minRevision: at.minRevision ?? 0 } }, opts);
+    return { object: parse(res.object), revision: res.revision };
+  }
+
+  async list(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<ListPage> {
+    const res = await callUnary(
+      'storage',
+      this.client.list.bind(this.client),
+      {
+        key: { ...key, name: '' },
+        at: { revision: options.at?.revision ?? 0, minRevision: options.at?.minRevision ?? 0 },
+        limit: options.limit ?? 0,
+        continueToken: options.continueToken ?? '',
+        labelSelector: options.labelSelector ?? '',
+        fieldSelector: options.fieldSelector ?? '',
+      },
+      opts,
+    );
+    const page: ListPage = { items: res.items.map(parse), revision: res.revision, continueToken: res.continueToken };
+    if (res.remainingItemCount !== undefined) page.remainingItemCount = res.remainingItemCount;
+    return page;
+  }
+
+  async create(key: StoredKey, obj: ApiObject, opts: WriteOptions = {}): Promise<StoredResult> {
+    const res = await callUnary('storage', this.client.create.bind(this.client), { key, object: encode(obj), dryRun: opts.dryRun ?? false }, opts);
+    return { object: parse(res.object), revision: res.revision };
+  }
+
+  async update(key: StoredKey, obj: ApiObject, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
+    const res = await callUnary(
+      'storage',
+      this.client.update.bind(this.client),
+      { key, object: encode(obj), preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
+      opts,
+    );
+    return { object: parse(res.object), revision: res.revision };
+  }
+
+  async delete(key: StoredKey, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
+    const res = await callUnary(
+      'storage',
+      this.client.delete.bind(this.client),
+      { key, preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
+      opts,
+    );
+    return { object: parse(res.object), revision: res.revision };
+  }
+
+  async currentRevision(opts?: CallOptions): Promise<number> {
+    const res = await callUnary('storage', this.client.currentRevision.bind(this.client), {}, opts);
+    return res.revision;
+  }
+}

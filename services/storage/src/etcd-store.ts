@@ -1,0 +1,390 @@
+import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions } from 'etcd3';
+import {
+  ApiError,
+  collectionPrefix,
+  objectKey,
+  parseFieldSelector,
+  parseLabelSelector,
+  type ApiObject,
+  type GroupResource,
+  type StoredKey,
+} from '@svc/apimachinery';
+
+/**
+ * The storage interface over etcd. Objects are stored as JSON without
+ * `metadata.resourceVersion`; reads put the key's mod revision there. Every
+ * etcd failure is turned into an ApiError here and nowhere else.
+ */
+
+export interface ReadAt {
+  /** Exactly this revision; 0 = most recent. */
+  revision?: number;
+  /** Any revision at least this new; 0 = no bound. */
+  minRevision?: number;
+}
+
+export interface Preconditions {
+  revision?: number;
+  uid?: string;
+}
+
+export interface StoredObject {
+  object: ApiObject;
+  /** JSON of `object`, as sent to clients. */
+  json: Buffer;
+  revision: number;
+}
+
+export interface ListOptions {
+  at?: ReadAt;
+  limit?: number;
+  continueToken?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface ListResult {
+  items: Buffer[];
+  revision: number;
+  continueToken: string;
+  remainingItemCount?: number;
+}
+
+interface ContinueToken {
+  v: string;
+  rv: number;
+  start: string;
+}
+
+const CONFLICT_MESSAGE = 'the object has been modified; please apply your changes to the latest version and try again';
+/** How long a read waits for a revision the store has not reached yet. */
+const FUTURE_REVISION_WAIT_MS = 3000;
+
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if ((end[i] as number) < 0xff) {
+      end[i] = (end[i] as number) + 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+function groupResource(k: Pick<StoredKey, 'group' | 'resource'>): GroupResource {
+  return { group: k.group, resource: k.resource };
+}
+
+/** Serialises an object for etcd: resourceVersion is never stored. */
+export function encodeForStore(obj: ApiObject): Buffer {
+  const meta = obj.metadata;
+  if (meta && meta.resourceVersion !== undefined) {
+    const { resourceVersion: _omit, ...rest } = meta;
+    return Buffer.from(JSON.stringify({ ...obj, metadata: rest }));
+  }
+  return Buffer.from(JSON.stringify(obj));
+}
+
+function decode(value: Buffer, revision: string | number, key: string): StoredObject {
+  let object: ApiObject;
+  try {
+    object = JSON.parse(value.toString('utf8')) as ApiObject;
+  } catch (err) {
+    throw ApiError.internal(`stored object at ${key} cannot be decoded`, err);
+  }
+  object.metadata = { ...(object.metadata ?? {}), resourceVersion: String(revision) };
+  return { object, json: Buffer.from(JSON.stringify(object)), revision: Number(revision) };
+}
+
+/** Reads a field path like `spec.nodeName` out of an object, for field selectors. */
+function fieldValue(obj: ApiObject, path: string): string | undefined {
+  let cur: unknown = obj;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  if (cur === undefined || cur === null) return undefined;
+  return typeof cur === 'object' ? JSON.stringify(cur) : String(cur);
+}
+
+export function translateEtcdError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.includes('required revision has been compacted')) {
+    return ApiError.expired('The resourceVersion for the provided list is too old.');
+  }
+  const name = err instanceof Error ? err.constructor.name : '';
+  if (/Unavailable|ConnectFailed|DeadlineExceeded|ClientClosed|Cancelled/.test(name) || /unavailable|ECONNREFUSED|deadline/i.test(message)) {
+    return ApiError.serviceUnavailable(`etcd is unavailable: ${message}`, 1);
+  }
+  return ApiError.internal('etcd request failed', err);
+}
+
+export interface EtcdStoreOptions {
+  endpoints: string[];
+  /** Per-request deadline towards etcd. */
+  requestTimeoutMs?: number;
+  /** How long continue tokens stay valid is bounded by etcd compaction. */
+  etcdOptions?: Partial<IOptions>;
+}
+
+export class EtcdStore {
+  readonly client: Etcd3;
+
+  constructor(options: EtcdStoreOptions) {
+    const timeout = options.requestTimeoutMs ?? 10000;
+    this.client = new Etcd3({
+      hosts: options.endpoints,
+      dialTimeout: Math.min(timeout, 3000),
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+      ...options.etcdOptions,
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private async range(req: Parameters<Etcd3['kv']['range']>[0]): Promise<IRangeResponse> {
+    try {
+      return await this.client.kv.range(req);
+    } catch (err) {
+      throw translateEtcdError(err);
+    }
+  }
+
+  async currentRevision(): Promise<{ revision: number; compactRevision: number }> {
+    const res = await this.range({ key: Buffer.from('/registry/'), count_only: true, limit: 1 });
+    return { revision: Number(res.header.revision), compactRevision: 0 };
+  }
+
+  /** Waits (briefly) until the store has reached `minRevision`. */
+  private async ensureRevision(minRevision: number): Promise<void> {
+    const deadline = Date.now() + FUTURE_REVISION_WAIT_MS;
+    for (;;) {
+      const { revision } = await this.currentRevision();
+      if (revision >= minRevision) return;
+      if (Date.now() > deadline) throw ApiError.tooLargeResourceVersion(minRevision, revision);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  private async readRevision(at: ReadAt | undefined): Promise<number> {
+    const exact = at?.revision ?? 0;
+    if (exact > 0) {
+      await this.ensureRevision(exact);
+      return exact;
+    }
+    if ((at?.minRevision ?? 0) > 0) await this.ensureRevision(at?.minRevision ?? 0);
+    return 0;
+  }
+
+  async get(key: StoredKey, at?: ReadAt): Promise<StoredObject> {
+    const k = objectKey(key);
+    const revision = await this.readRevision(at);
+    const res = await this.range({ key: Buffer.from(k), revision });
+    const kv = res.kvs[0];
+    if (!kv) throw ApiError.notFound(groupResource(key), key.name);
+    return decode(kv.value, kv.mod_revision, k);
+  }
+
+  async list(key: Omit<StoredKey, 'name'>, options: ListOptions = {}): Promise<ListResult> {
+    const prefix = Buffer.from(collectionPrefix(key));
+    const end = prefixEnd(prefix);
+    const labels = parseLabelSelector(options.labelSelector);
+    const fields = parseFieldSelector(options.fieldSelector);
+    const filtering = !labels.empty || !fields.empty;
+    const limit = options.limit && options.limit > 0 ? options.limit : 0;
+
+    let revision: number;
+    let start = prefix;
+    if (options.continueToken) {
+      const token = this.parseContinue(options.continueToken);
+      revision = token.rv;
+      start = Buffer.concat([prefix, Buffer.from(token.start)]);
+    } else {
+      revision = await this.readRevision(options.at);
+    }
+
+    const items: Buffer[] = [];
+    let lastReturned: Buffer | undefined;
+    let more = false;
+    let remaining: number | undefined;
+    if (!filtering) {
+      // One range read: etcd's count tells how many items the page leaves out.
+      const res = await this.rangeAt({ key: start, range_end: end, revision, limit }, options.continueToken !== undefined);
+      if (revision === 0) revision = Number(res.header.revision);
+      for (const kv of res.kvs) {
+        items.push(decode(kv.value, kv.mod_revision, kv.key.toString()).json);
+        lastReturned = kv.key;
+      }
+      more = res.more;
+      if (more) remaining = Number(res.count) - res.kvs.length;
+    } else {
+      // Selectors drop items, so read batches until the page is full.
+      const batch = limit > 0 ? Math.max(limit, 100) : 0;
+      for (;;) {
+        const res = await this.rangeAt({ key: start, range_end: end, revision, limit: batch }, options.continueToken !== undefined);
+        if (revision === 0) revision = Number(res.header.revision);
+        let lastScanned: Buffer | undefined;
+        for (const kv of res.kvs) {
+          if (limit > 0 && items.length >= limit) {
+            more = true;
+            break;
+          }
+          lastScanned = kv.key;
+          const stored = decode(kv.value, kv.mod_revision, kv.key.toString());
+          if (!labels.matches(stored.object.metadata?.labels)) continue;
+          if (!fields.empty && !fields.matches(fieldsOf(stored.object, fields.requirements.map((r) => r.field)))) continue;
+          items.push(stored.json);
+          lastReturned = kv.key;
+        }
+        if (more || !res.more || !lastScanned) break;
+        if (limit > 0 && items.length >= limit) {
+          more = true;
+          break;
+        }
+        start = Buffer.concat([lastScanned, Buffer.from([0])]);
+      }
+    }
+    let continueToken = '';
+    if (more && lastReturned) {
+      continueToken = this.makeContinue(revision, lastReturned.subarray(prefix.length).toString('utf8') + '\u0000');
+    }
+    const result: ListResult = { items, revision, continueToken };
+    if (remaining !== undefined && remaining > 0) result.remainingItemCount = remaining;
+    return result;
+  }
+
+  private async rangeAt(req: Parameters<Etcd3['kv']['range']>[0], fromContinue: boolean): Promise<IRangeResponse> {
+    try {
+      return await this.client.kv.range(req);
+    } catch (err) {
+      const apiError = translateEtcdError(err);
+      if (apiError.code === 410 && fromContinue) {
+        throw ApiError.expired(
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
+        );
+      }
+      throw apiError;
+    }
+  }
+
+  private makeContinue(rv: number, start: string): string {
+    const token: ContinueToken = { v: 'meta.svc.io/v1', rv, start };
+    return Buffer.from(JSON.stringify(token)).toString('base64url');
+  }
+
+  private parseContinue(raw: string): ContinueToken {
+    let token: ContinueToken;
+    try {
+      token = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as ContinueToken;
+    } catch {
+      throw ApiError.badRequest('continue key is not valid: cannot decode the token');
+    }
+    if (token.v !== 'meta.svc.io/v1' || !Number.isInteger(token.rv) || token.rv <= 0 || typeof token.start !== 'string') {
+      throw ApiError.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.svc.io/v1)');
+    }
+    if (token.start.includes('..') || token.start.startsWith('/')) {
+      throw ApiError.badRequest('continue key is not valid: the start key may not contain a path traversal');
+    }
+    return token;
+  }
+
+  async create(key: StoredKey, obj: ApiObject, dryRun = false): Promise<StoredObject> {
+    const k = Buffer.from(objectKey(key));
+    const value = encodeForStore(obj);
+    if (dryRun) {
+      const existing = await this.range({ key: k, count_only: true });
+      if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
+      return decode(value, existing.header.revision, objectKey(key));
+    }
+    let res;
+    try {
+      res = await this.client.kv.txn({
+        compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key: k, value } }],
+        failure: [],
+      });
+    } catch (err) {
+      throw translateEtcdError(err);
+    }
+    if (!res.succeeded) throw ApiError.alreadyExists(groupResource(key), key.name);
+    return decode(value, res.header.revision, objectKey(key));
+  }
+
+  /**
+   * Replaces an object. With a revision precondition the write is a
+   * compare-and-swap on the key's mod revision; a uid precondition is checked
+   * against the current object inside the same compare.
+   */
+  async update(key: StoredKey, obj: ApiObject, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
+    const k = Buffer.from(objectKey(key));
+    const value = encodeForStore(obj);
+    const current = await this.checkPreconditions(key, pre);
+    if (dryRun) return decode(value, current.mod_revision, objectKey(key));
+    let res;
+    try {
+      res = await this.client.kv.txn({
+        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
+        success: [{ request_put: { key: k, value } }],
+        failure: [],
+      });
+    } catch (err) {
+      throw translateEtcdError(err);
+    }
+    if (!res.succeeded) {
+      // Changed between the read and the write.
+      if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
+      return this.update(key, obj, pre, dryRun);
+    }
+    return decode(value, res.header.revision, objectKey(key));
+  }
+
+  async delete(key: StoredKey, pre: Preconditions = {}, dryRun = false): Promise<{ deleted: StoredObject; revision: number }> {
+    const k = Buffer.from(objectKey(key));
+    const current = await this.checkPreconditions(key, pre);
+    if (dryRun) return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(current.mod_revision) };
+    let res;
+    try {
+      res = await this.client.kv.txn({
+        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
+        success: [{ request_delete_range: { key: k, prev_kv: true } }],
+        failure: [],
+      });
+    } catch (err) {
+      throw translateEtcdError(err);
+    }
+    if (!res.succeeded) {
+      if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
+      return this.delete(key, pre, dryRun);
+    }
+    return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(res.header.revision) };
+  }
+
+  private async checkPreconditions(key: StoredKey, pre: Preconditions): Promise<IKeyValue> {
+    const res = await this.range({ key: Buffer.from(objectKey(key)) });
+    const kv = res.kvs[0];
+    if (!kv) throw ApiError.notFound(groupResource(key), key.name);
+    if (pre.revision && Number(kv.mod_revision) !== pre.revision) {
+      throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
+    }
+    if (pre.uid) {
+      const uid = decode(kv.value, kv.mod_revision, objectKey(key)).object.metadata?.uid;
+      if (uid !== pre.uid) {
+        throw ApiError.conflict(
+          groupResource(key),
+          key.name,
+          `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${uid ?? ''}`,
+        );
+      }
+    }
+    return kv;
+  }
+}
+
+function fieldsOf(obj: ApiObject, paths: string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const p of paths) out[p] = fieldValue(obj, p);
+  return out;
+}

@@ -1,0 +1,11 @@
+import { runMain } from '@svc/service-kit';
+import { STORAGE_FLAGS } from './flags';
+import { start } from './server';
+
+runMain('storage', STORAGE_FLAGS, (flags) =>
+  start({
+    listen: flags.get('listen'),
+    etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
+    requestTimeoutMs: flags.getInt('request-timeout-ms'),
+  }),
+);

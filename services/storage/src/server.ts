@@ -1,0 +1,84 @@
+import type { ApiObject, StoredKey } from '@svc/apimachinery';
+import { ApiError } from '@svc/apimachinery';
+import { storage, type common } from '@svc/proto';
+import { createLogger, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { EtcdStore } from './etcd-store';
+
+export interface StorageConfig {
+  /** gRPC listen address, host:port (port 0 picks a free one). */
+  listen: string;
+  etcdEndpoints: string[];
+  requestTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export interface StorageHandle {
+  address: string;
+  port: number;
+  store: EtcdStore;
+  close(): Promise<void>;
+}
+
+function storedKey(key: common.ObjectKey | undefined, needName: boolean): StoredKey {
+  if (!key || !key.resource) throw ApiError.badRequest('storage request without a resource');
+  if (needName && !key.name) throw ApiError.badRequest('storage request without a name');
+  return { group: key.group, resource: key.resource, namespace: key.namespace, name: key.name };
+}
+
+function parseObject(bytes: Uint8Array): ApiObject {
+  try {
+    return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
+  } catch (err) {
+    throw ApiError.badRequest(`storage request with an undecodable object: ${(err as Error).message}`);
+  }
+}
+
+/** Starts the storage service: the only process that talks to etcd. */
+export async function start(config: StorageConfig): Promise<StorageHandle> {
+  const log = config.logger ?? createLogger('storage');
+  const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000 });
+  const implementation: storage.StorageServer = {
+    get: unary(log, 'Get', async (req: storage.GetRequest) => {
+      const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });
+      return { object: res.json, revision: res.revision };
+    }),
+    list: unary(log, 'List', async (req: storage.ListRequest) => {
+      const res = await store.list(storedKey(req.key, false), {
+        at: { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 },
+        limit: req.limit,
+        ...(req.continueToken ? { continueToken: req.continueToken } : {}),
+        labelSelector: req.labelSelector,
+        fieldSelector: req.fieldSelector,
+      });
+      const out: storage.ListResponse = { items: res.items, revision: res.revision, continueToken: res.continueToken };
+      if (res.remainingItemCount !== undefined) out.remainingItemCount = res.remainingItemCount;
+      return out;
+    }),
+    create: unary(log, 'Create', async (req: storage.CreateRequest) => {
+      const res = await store.create(storedKey(req.key, true), parseObject(req.object), req.dryRun);
+      return { object: res.json, revision: res.revision };
+    }),
+    update: unary(log, 'Update', async (req: storage.UpdateRequest) => {
+      const pre = { revision: req.preconditions?.revision ?? 0, uid: req.preconditions?.uid ?? '' };
+      const res = await store.update(storedKey(req.key, true), parseObject(req.object), pre, req.dryRun);
+      return { object: res.json, revision: res.revision };
+    }),
+    delete: unary(log, 'Delete', async (req: storage.DeleteRequest) => {
+      const pre = { revision: req.preconditions?.revision ?? 0, uid: req.preconditions?.uid ?? '' };
+      const res = await store.delete(storedKey(req.key, true), pre, req.dryRun);
+      return { object: res.deleted.json, revision: res.revision };
+    }),
+    currentRevision: unary(log, 'CurrentRevision', async () => store.currentRevision()),
+  };
+  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }]);
+  log.info('storage listening', { address: server.address, etcd: config.etcdEndpoints });
+  return {
+    address: server.address,
+    port: server.port,
+    store,
+    close: async () => {
+      await server.close();
+      store.close();
+    },
+  };
+}

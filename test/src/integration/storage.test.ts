@@ -1,0 +1,143 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { startEtcd, type EtcdInstance } from '@svc/testenv';
+import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
+
+/** The storage service against a real etcd, through its gRPC client. */
+describe('storage service on etcd', () => {
+  let dir: string;
+  let etcd: EtcdInstance;
+  let storage: StorageHandle;
+  let client: StorageClient;
+  const cm = (name: string, labels: Record<string, string> = {}): ApiObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'ns1', uid: `uid-${name}`, labels },
+    data: { k: name },
+  });
+  const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: 'ns1', name });
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-storage-'));
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
+    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    client = new StorageClient(storage.address);
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await storage?.close();
+    await etcd?.process.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('create stores the object and its resourceVersion is the etcd revision', async () => {
+    const created = await client.create(key('a'), cm('a'));
+    expect(created.object.metadata?.resourceVersion).toBe(String(created.revision));
+    const read = await client.get(key('a'));
+    expect(read.object.data).toEqual({ k: 'a' });
+    expect(read.revision).toBe(created.revision);
+    const raw = await storage.store.client.get('/registry/configmaps/ns1/a').string();
+    expect(JSON.parse(raw ?? '{}').metadata.resourceVersion).toBeUndefined();
+  });
+
+  test('create of an existing key fails with AlreadyExists and changes nothing', async () => {
+    await client.create(key('dup'), cm('dup'));
+    const before = await client.get(key('dup'));
+    const err = await client.create(key('dup'), { ...cm('dup'), data: { k: 'other' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe(409);
+    expect((err as ApiError).reason).toBe('AlreadyExists');
+    expect((err as ApiError).message).toBe('configmaps "dup" already exists');
+    const after = await client.get(key('dup'));
+    expect(after).toEqual(before);
+  });
+
+  test('update with a stale revision is a Conflict; with the current one it succeeds', async () => {
+    const v1 = await client.create(key('cas'), cm('cas'));
+    const v2 = await client.update(key('cas'), { ...cm('cas'), data: { k: 'two' } }, { revision: v1.revision });
+    expect(v2.revision).toBeGreaterThan(v1.revision);
+    const err = (await client.update(key('cas'), { ...cm('cas'), data: { k: 'three' } }, { revision: v1.revision }).catch((e: unknown) => e)) as ApiError;
+    expect(err.code).toBe(409);
+    expect(err.reason).toBe('Conflict');
+    expect((await client.get(key('cas'))).object.data).toEqual({ k: 'two' });
+  });
+
+  test('get, update and delete of a missing object are NotFound', async () => {
+    for (const op of [
+      () => client.get(key('missing')),
+      () => client.update(key('missing'), cm('missing')),
+      () => client.delete(key('missing')),
+    ]) {
+      const err = (await op().catch((e: unknown) => e)) as ApiError;
+      expect(err.code).toBe(404);
+      expect(err.message).toBe('configmaps "missing" not found');
+    }
+  });
+
+  test('delete with a wrong uid precondition is a Conflict and keeps the object', async () => {
+    await client.create(key('del'), cm('del'));
+    const err = (await client.delete(key('del'), { uid: 'other' }).catch((e: unknown) => e)) as ApiError;
+    expect(err.code).toBe(409);
+    await client.get(key('del'));
+    const deleted = await client.delete(key('del'), { uid: 'uid-del' });
+    expect(deleted.object.metadata?.name).toBe('del');
+    await expect(client.get(key('del'))).rejects.toMatchObject({ code: 404 });
+  });
+
+  test('dry-run writes check everything and store nothing', async () => {
+    await client.create(key('dry'), cm('dry'), { dryRun: true });
+    await expect(client.get(key('dry'))).rejects.toMatchObject({ code: 404 });
+  });
+
+  test('paging keeps one snapshot and reports the remaining count', async () => {
+    const ns = { group: '', resource: 'configmaps', namespace: 'paging' };
+    for (let i = 0; i < 5; i++) {
+      await client.create({ ...ns, name: `p${i}` }, { ...cm(`p${i}`, { idx: String(i % 2) }), metadata: { name: `p${i}`, namespace: 'paging', labels: { idx: String(i % 2) } } });
+    }
+    const first = await client.list(ns, { limit: 2 });
+    expect(first.items.map((o) => o.metadata?.name)).toEqual(['p0', 'p1']);
+    expect(first.remainingItemCount).toBe(3);
+    expect(first.continueToken).not.toBe('');
+    // A write between pages must not show up in later pages.
+    await client.create({ ...ns, name: 'p2a' }, { ...cm('p2a'), metadata: { name: 'p2a', namespace: 'paging' } });
+    const second = await client.list(ns, { limit: 2, continueToken: first.continueToken });
+    expect(second.revision).toBe(first.revision);
+    expect(second.items.map((o) => o.metadata?.name)).toEqual(['p2', 'p3']);
+    const third = await client.list(ns, { limit: 2, continueToken: second.continueToken });
+    expect(third.items.map((o) => o.metadata?.name)).toEqual(['p4']);
+    expect(third.continueToken).toBe('');
+    const selected = await client.list(ns, { labelSelector: 'idx=1' });
+    expect(selected.items.map((o) => o.metadata?.name)).toEqual(['p1', 'p3']);
+    const byName = await client.list(ns, { fieldSelector: 'metadata.name=p4' });
+    expect(byName.items.map((o) => o.metadata?.name)).toEqual(['p4']);
+  });
+
+  test('a list at an exact old revision sees the state of that revision', async () => {
+    const ns = { group: '', resource: 'configmaps', namespace: 'exact' };
+    const a = await client.create({ ...ns, name: 'a' }, { ...cm('a'), metadata: { name: 'a', namespace: 'exact' } });
+    await client.create({ ...ns, name: 'b' }, { ...cm('b'), metadata: { name: 'b', namespace: 'exact' } });
+    const atA = await client.list(ns, { at: { revision: a.revision } });
+    expect(atA.items.map((o) => o.metadata?.name)).toEqual(['a']);
+    expect(atA.revision).toBe(a.revision);
+  });
+
+  test('a read at a revision far in the future is a 504 naming the too large resource version', async () => {
+    const err = (await client.get(key('a'), { minRevision: 1_000_000 }).catch((e: unknown) => e)) as ApiError;
+    expect(err.code).toBe(504);
+    expect(err.message).toContain('Too large resource version');
+  });
+
+  test('a malformed continue token is a 400', async () => {
+    const err = (await client.list({ group: '', resource: 'configmaps', namespace: 'x' }, { continueToken: 'garbage!' }).catch((e: unknown) => e)) as ApiError;
+    expect(err.code).toBe(400);
+  });
+});
+
+function quietLogger() {
+  const noop = () => undefined;
+  const log = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
+  return log;
+}
