@@ -20,3 +20,4 @@ export {
   type GrpcServerHandle,
 } from './grpc';
 export { runMain } from './main';
+export { toProtoUser, fromProtoUser } from './user';

@@ -1,0 +1,74 @@
+import * as grpc from '@grpc/grpc-js';
+import type { ApiObject, UserInfo } from '@svc/apimachinery';
+import { admission } from '@svc/proto';
+import { CLIENT_OPTIONS, callUnary, toProtoUser, type CallOptions } from '@svc/service-kit';
+import type { AdmissionOperation } from './plugins';
+
+export interface AdmitInput {
+  phase: 'mutating' | 'validating';
+  operation: AdmissionOperation;
+  kind: { group: string; version: string; kind: string };
+  resource: { group: string; version: string; resource: string };
+  subresource: string;
+  namespace: string;
+  name: string;
+  userInfo: UserInfo;
+  object?: ApiObject;
+  oldObject?: ApiObject;
+  options?: Record<string, unknown>;
+  dryRun: boolean;
+}
+
+export interface AdmitOutput {
+  /** The mutated object, when a mutating plugin changed it. */
+  object?: ApiObject;
+  warnings: string[];
+}
+
+const OPERATION: Record<AdmissionOperation, admission.Operation> = {
+  CREATE: admission.Operation.OPERATION_CREATE,
+  UPDATE: admission.Operation.OPERATION_UPDATE,
+  DELETE: admission.Operation.OPERATION_DELETE,
+  CONNECT: admission.Operation.OPERATION_CONNECT,
+};
+
+const json = (v: unknown): Buffer => (v === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(v)));
+
+/** Typed client of the admission service. */
+export class AdmissionClient {
+  private readonly client: admission.AdmissionClient;
+
+  constructor(address: string) {
+    this.client = new admission.AdmissionClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  async admit(input: AdmitInput, opts?: CallOptions): Promise<AdmitOutput> {
+    const res = await callUnary(
+      'admission',
+      this.client.admit.bind(this.client),
+      {
+        uid: opts?.requestId ?? '',
+        phase: input.phase === 'mutating' ? admission.Phase.PHASE_MUTATING : admission.Phase.PHASE_VALIDATING,
+        operation: OPERATION[input.operation],
+        kind: input.kind,
+        resource: input.resource,
+        subresource: input.subresource,
+        namespace: input.namespace,
+        name: input.name,
+        userInfo: toProtoUser(input.userInfo),
+        object: json(input.object),
+        oldObject: json(input.oldObject),
+        options: json(input.options),
+        dryRun: input.dryRun,
+      },
+      opts,
+    );
+    const out: AdmitOutput = { warnings: res.warnings };
+    if (res.object.length > 0) out.object = JSON.parse(Buffer.from(res.object).toString('utf8')) as ApiObject;
+    return out;
+  }
+}

@@ -1,0 +1,6 @@
+import type { FlagSpecs } from '@svc/service-kit';
+
+export const ADMISSION_FLAGS: FlagSpecs = {
+  listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7104' },
+  'storage-address': { description: 'Address of the storage service (host:port)', default: '127.0.0.1:7101' },
+};

@@ -1,0 +1,90 @@
+import { ApiError, type ApiObject, type UserInfo } from '@svc/apimachinery';
+
+/**
+ * Admission plugins. Mutating plugins may return a changed object; validating
+ * plugins only accept or throw the ApiError to answer with. Plugins run in the
+ * order given, mutating ones before validating ones (as in the original
+ * server).
+ */
+export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+export interface AdmissionAttributes {
+  operation: AdmissionOperation;
+  kind: { group: string; version: string; kind: string };
+  resource: { group: string; version: string; resource: string };
+  subresource: string;
+  namespace: string;
+  name: string;
+  userInfo: UserInfo;
+  object: ApiObject | undefined;
+  oldObject: ApiObject | undefined;
+  dryRun: boolean;
+}
+
+export interface AdmissionPlugin {
+  name: string;
+  /** Returns the mutated object, or undefined to leave it unchanged. */
+  admit?(attrs: AdmissionAttributes): Promise<ApiObject | undefined>;
+  validate?(attrs: AdmissionAttributes): Promise<void>;
+}
+
+export interface NamespaceReader {
+  /** The namespace object, or undefined when it does not exist. */
+  getNamespace(name: string): Promise<ApiObject | undefined>;
+}
+
+/** Namespaces that exist from the start and may never be deleted. */
+export const IMMORTAL_NAMESPACES = ['default', 'svc-system', 'svc-public'];
+
+/**
+ * NamespaceLifecycle: content can only be created in a namespace that exists
+ * and is not terminating; the system namespaces cannot be deleted.
+ */
+export function namespaceLifecycle(namespaces: NamespaceReader): AdmissionPlugin {
+  return {
+    name: 'NamespaceLifecycle',
+    async validate(attrs) {
+      const isNamespace = attrs.resource.group === '' && attrs.resource.resource === 'namespaces';
+      if (isNamespace) {
+        if (attrs.operation === 'DELETE' && IMMORTAL_NAMESPACES.includes(attrs.name)) {
+          throw ApiError.forbidden({ group: '', resource: 'namespaces' }, attrs.name, 'this namespace may not be deleted');
+        }
+        return;
+      }
+      if (attrs.operation !== 'CREATE' || attrs.namespace === '') return;
+      const ns = await namespaces.getNamespace(attrs.namespace);
+      if (!ns) throw ApiError.notFound({ group: '', resource: 'namespaces' }, attrs.namespace);
+      const phase = (ns['status'] as { phase?: string } | undefined)?.phase;
+      if (ns.metadata?.deletionTimestamp || phase === 'Terminating') {
+        throw ApiError.forbidden(
+          { group: attrs.resource.group, resource: attrs.resource.resource },
+          attrs.name,
+          `unable to create new content in namespace ${attrs.namespace} because it is being terminated`,
+        );
+      }
+    },
+  };
+}
+
+export interface AdmissionResult {
+  object: ApiObject | undefined;
+  changed: boolean;
+}
+
+export async function runMutating(plugins: AdmissionPlugin[], attrs: AdmissionAttributes): Promise<AdmissionResult> {
+  let object = attrs.object;
+  let changed = false;
+  for (const p of plugins) {
+    if (!p.admit) continue;
+    const out = await p.admit({ ...attrs, object });
+    if (out !== undefined) {
+      object = out;
+      changed = true;
+    }
+  }
+  return { object, changed };
+}
+
+export async function runValidating(plugins: AdmissionPlugin[], attrs: AdmissionAttributes): Promise<void> {
+  for (const p of plugins) if (p.validate) await p.validate(attrs);
+}

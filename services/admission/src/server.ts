@@ -1,0 +1,89 @@
+import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { admission } from '@svc/proto';
+import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { StorageClient } from '@svc/storage';
+import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
+
+export interface AdmissionConfig {
+  listen: string;
+  /** Address of the storage service, for plugins that read state. */
+  storageAddress: string;
+  logger?: Logger;
+}
+
+export interface AdmissionHandle {
+  address: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const OPERATIONS: Record<number, AdmissionOperation> = {
+  [admission.Operation.OPERATION_CREATE]: 'CREATE',
+  [admission.Operation.OPERATION_UPDATE]: 'UPDATE',
+  [admission.Operation.OPERATION_DELETE]: 'DELETE',
+  [admission.Operation.OPERATION_CONNECT]: 'CONNECT',
+};
+
+function parseJson(bytes: Uint8Array, field: string): ApiObject | undefined {
+  if (bytes.length === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
+  } catch {
+    throw ApiError.badRequest(`admission request with an undecodable ${field}`);
+  }
+}
+
+export function storageNamespaces(storage: StorageClient): NamespaceReader {
+  return {
+    async getNamespace(name) {
+      try {
+        return (await storage.get({ group: '', resource: 'namespaces', namespace: '', name })).object;
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 404) return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
+/** Starts the admission service with the built-in plugins. */
+export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
+  const log = config.logger ?? createLogger('admission');
+  const storage = new StorageClient(config.storageAddress);
+  const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage))];
+  const implementation: admission.AdmissionServer = {
+    admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
+      const operation = OPERATIONS[req.operation];
+      if (!operation) throw ApiError.badRequest('admission request without an operation');
+      const attrs: AdmissionAttributes = {
+        operation,
+        kind: { group: req.kind?.group ?? '', version: req.kind?.version ?? '', kind: req.kind?.kind ?? '' },
+        resource: { group: req.resource?.group ?? '', version: req.resource?.version ?? '', resource: req.resource?.resource ?? '' },
+        subresource: req.subresource,
+        namespace: req.namespace,
+        name: req.name,
+        userInfo: fromProtoUser(req.userInfo),
+        object: parseJson(req.object, 'object'),
+        oldObject: parseJson(req.oldObject, 'oldObject'),
+        dryRun: req.dryRun,
+      };
+      if (req.phase === admission.Phase.PHASE_MUTATING) {
+        const result = await runMutating(plugins, attrs);
+        return { object: result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : Buffer.alloc(0), warnings: [], auditAnnotations: {} };
+      }
+      await runValidating(plugins, attrs);
+      ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
+      return { object: Buffer.alloc(0), warnings: [], auditAnnotations: {} };
+    }),
+  };
+  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }]);
+  log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name) });
+  return {
+    address: server.address,
+    port: server.port,
+    close: async () => {
+      await server.close();
+      storage.close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import * as fs from 'node:fs';
+import { authn } from '@svc/proto';
+import { createLogger, startGrpcServer, toProtoUser, unary, type Logger } from '@svc/service-kit';
+import { createAuthenticator } from './authenticator';
+import { parseTokenFile } from './token-file';
+import { parseCaBundle } from './x509';
+
+export interface AuthnConfig {
+  listen: string;
+  /** PEM bundle of CAs that sign client certificates. */
+  clientCaFile?: string;
+  /** CSV static token file. */
+  tokenAuthFile?: string;
+  anonymousAuth: boolean;
+  logger?: Logger;
+}
+
+export interface AuthnHandle {
+  address: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Starts the authentication service. */
+export async function start(config: AuthnConfig): Promise<AuthnHandle> {
+  const log = config.logger ?? createLogger('authn');
+  const authenticate = createAuthenticator({
+    clientCas: config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : [],
+    tokens: config.tokenAuthFile ? parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8')) : new Map(),
+    anonymous: config.anonymousAuth,
+  });
+  const implementation: authn.AuthnServer = {
+    authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest): Promise<authn.AuthenticateResponse> => {
+      const headers: Record<string, string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v.values;
+      const result = authenticate({ clientCertificateChain: req.clientCertificateChain, headers });
+      if (!result.authenticated) return { authenticated: false, user: undefined, error: result.error, audiences: [], method: '' };
+      return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: req.audiences, method: result.method };
+    }),
+  };
+  const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }]);
+  log.info('authn listening', { address: server.address });
+  return { address: server.address, port: server.port, close: () => server.close() };
+}

@@ -1,0 +1,73 @@
+import type { UserInfo } from '@svc/apimachinery';
+
+/**
+ * Authorization modes, consulted in order; the first that allows or denies
+ * decides, and if none has an opinion the request is denied (SPEC section 5).
+ * Members of `system:masters` may do everything, before any mode is asked.
+ */
+export type Decision = 'allow' | 'deny' | 'no-opinion';
+
+export interface Attributes {
+  user: UserInfo;
+  resourceRequest: boolean;
+  verb: string;
+  path: string;
+  apiGroup: string;
+  apiVersion: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+}
+
+export interface AuthorizerDecision {
+  decision: Decision;
+  reason: string;
+}
+
+export type Authorizer = (attrs: Attributes) => AuthorizerDecision | Promise<AuthorizerDecision>;
+
+export const MASTERS_GROUP = 'system:masters';
+
+export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
+  attrs.user.groups.includes(MASTERS_GROUP) ? { decision: 'allow', reason: '' } : { decision: 'no-opinion', reason: '' };
+
+export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
+export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
+
+export const MODES = ['AlwaysAllow', 'AlwaysDeny'] as const;
+export type Mode = (typeof MODES)[number];
+
+export class AuthorizationConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AuthorizationConfigError';
+  }
+}
+
+export function parseModes(value: string): Mode[] {
+  const modes = value.split(',').map((m) => m.trim()).filter(Boolean);
+  if (modes.length === 0) throw new AuthorizationConfigError('at least one authorization mode must be given');
+  const seen = new Set<string>();
+  for (const m of modes) {
+    if (!(MODES as readonly string[]).includes(m)) {
+      throw new AuthorizationConfigError(`authorization mode ${JSON.stringify(m)} is not supported; supported modes: ${MODES.join(', ')}`);
+    }
+    if (seen.has(m)) throw new AuthorizationConfigError(`authorization mode ${JSON.stringify(m)} is given twice`);
+    seen.add(m);
+  }
+  return modes as Mode[];
+}
+
+export function chain(modes: Mode[]): Authorizer {
+  const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...modes.map((m) => (m === 'AlwaysAllow' ? alwaysAllow : alwaysDeny))];
+  return async (attrs) => {
+    const reasons: string[] = [];
+    for (const authorize of authorizers) {
+      const d = await authorize(attrs);
+      if (d.decision !== 'no-opinion') return d;
+      if (d.reason) reasons.push(d.reason);
+    }
+    return { decision: 'no-opinion', reason: reasons.join('; ') };
+  };
+}

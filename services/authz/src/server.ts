@@ -1,0 +1,47 @@
+import { authz } from '@svc/proto';
+import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { chain, type Decision, type Mode } from './authorizer';
+
+export interface AuthzConfig {
+  listen: string;
+  modes: Mode[];
+  logger?: Logger;
+}
+
+export interface AuthzHandle {
+  address: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const DECISION: Record<Decision, authz.Decision> = {
+  allow: authz.Decision.DECISION_ALLOW,
+  deny: authz.Decision.DECISION_DENY,
+  'no-opinion': authz.Decision.DECISION_NO_OPINION,
+};
+
+/** Starts the authorization service. */
+export async function start(config: AuthzConfig): Promise<AuthzHandle> {
+  const log = config.logger ?? createLogger('authz');
+  const authorize = chain(config.modes);
+  const implementation: authz.AuthzServer = {
+    authorize: unary(log, 'Authorize', async (req: authz.AuthorizeRequest): Promise<authz.AuthorizeResponse> => {
+      const d = await authorize({
+        user: fromProtoUser(req.user),
+        resourceRequest: req.resourceRequest,
+        verb: req.verb,
+        path: req.path,
+        apiGroup: req.apiGroup,
+        apiVersion: req.apiVersion,
+        resource: req.resource,
+        subresource: req.subresource,
+        namespace: req.namespace,
+        name: req.name,
+      });
+      return { decision: DECISION[d.decision], reason: d.reason, evaluationError: '' };
+    }),
+  };
+  const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }]);
+  log.info('authz listening', { address: server.address, modes: config.modes });
+  return { address: server.address, port: server.port, close: () => server.close() };
+}
