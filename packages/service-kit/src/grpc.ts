@@ -116,7 +116,8 @@ export function serverStream<Req, Res>(
       (err: unknown) => {
         const apiError = ApiError.from(err);
         if (apiError.code >= 500) ctx.log.error('stream failed', { method, err: apiError.cause ?? apiError });
-        call.destroy(Object.assign(new Error(apiError.message), toGrpcError(apiError)));
+        // grpc-js ends a server stream with a status when 'error' is emitted on it.
+        call.emit('error', toGrpcError(apiError));
       },
     );
   };

@@ -1,0 +1,184 @@
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { JetStreamClient, JetStreamManager } from 'nats';
+import { REGISTRY_PREFIX } from '@svc/apimachinery';
+import { watch } from '@svc/proto';
+import type { Logger } from '@svc/service-kit';
+import { STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, truncate } from './bus';
+
+/**
+ * The publisher: while this replica leads (an etcd election), it tails etcd
+ * from the revision after the last one on the bus and publishes every change
+ * in revision order. Each publish expects the stream's last sequence to be
+ * the one this leader wrote before, so a deposed leader cannot interleave
+ * with its successor: its next publish fails and it steps down.
+ */
+export interface PublisherOptions {
+  etcd: Etcd3;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  log: Logger;
+  /** Identity announced in the election. */
+  id: string;
+  /** Largest message the bus accepts. */
+  maxPayload: number;
+  electionTtlSeconds?: number;
+}
+
+export const ELECTION_NAME = 'svc-watch-fanout';
+
+interface Position {
+  revision: number;
+  sequence: number;
+}
+
+function setResourceVersion(json: Buffer, revision: number): Buffer {
+  const obj = JSON.parse(json.toString('utf8')) as { metadata?: Record<string, unknown> };
+  obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
+  return Buffer.from(JSON.stringify(obj));
+}
+
+export class Publisher {
+  private stopped = false;
+  private leading = false;
+  private watcher: Watcher | undefined;
+  private position: Position = { revision: 0, sequence: 0 };
+  private queue: Promise<void> = Promise.resolve();
+  private resign: (() => Promise<void>) | undefined;
+
+  constructor(private readonly opts: PublisherOptions) {}
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Campaigns until stopped; leads whenever elected. */
+  start(): void {
+    this.campaign();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.stepDown('stopping');
+  }
+
+  private campaign(): void {
+    if (this.stopped) return;
+    const { etcd, log, id } = this.opts;
+    const campaign = etcd.election(ELECTION_NAME, this.opts.electionTtlSeconds ?? 5).campaign(id);
+    this.resign = () => campaign.resign().catch(() => undefined);
+    campaign.on('elected', () => {
+      log.info('elected publisher', { id });
+      this.lead().catch((err: unknown) => this.fail('leading failed', err));
+    });
+    campaign.on('error', (err: Error) => this.fail('campaign failed', err));
+  }
+
+  private fail(what: string, err: unknown): void {
+    this.opts.log.warn(what, { err });
+    void this.stepDown(what).then(() => {
+      if (!this.stopped) setTimeout(() => this.campaign(), 1000);
+    });
+  }
+
+  private async stepDown(why: string): Promise<void> {
+    const wasLeading = this.leading;
+    this.leading = false;
+    const w = this.watcher;
+    this.watcher = undefined;
+    if (w) await w.cancel().catch(() => undefined);
+    const resign = this.resign;
+    this.resign = undefined;
+    if (resign) await resign();
+    if (wasLeading) this.opts.log.info('stepped down', { why });
+  }
+
+  /** Where the bus ends: its last sequence and the revision of its last event. */
+  private async busPosition(): Promise<Position | undefined> {
+    const info = await this.opts.jsm.streams.info(STREAM_NAME);
+    if (info.state.messages === 0) return undefined;
+    const last = await this.opts.jsm.streams.getMessage(STREAM_NAME, { seq: info.state.last_seq });
+    return { revision: decodeEvent(last.data).revision, sequence: info.state.last_seq };
+  }
+
+  private async lead(): Promise<void> {
+    const { etcd, log } = this.opts;
+    this.leading = true;
+    const onBus = await this.busPosition();
+    if (onBus) {
+      this.position = onBus;
+    } else {
+      // Nothing on the bus (first start, or idle past the window): history
+      // starts now, announced by a progress marker with no predecessor.
+      const info = await this.opts.jsm.streams.info(STREAM_NAME);
+      this.position = { revision: 0, sequence: info.state.last_seq };
+      const head = Number((await etcd.kv.range({ key: Buffer.from(REGISTRY_PREFIX), count_only: true })).header.revision);
+      await this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+    }
+    log.info('publishing from', { revision: this.position.revision + 1, sequence: this.position.sequence });
+    const watcher = await etcd.watch().prefix(REGISTRY_PREFIX).withPreviousKV().startRevision(String(this.position.revision + 1)).create();
+    if (!this.leading) {
+      await watcher.cancel();
+      return;
+    }
+    this.watcher = watcher;
+    watcher.on('data', (res) => {
+      const compacted = Number(res.compact_revision ?? 0);
+      if (compacted > 0) {
+        this.enqueue(() => this.resetAfterCompaction(compacted));
+        return;
+      }
+      for (const e of res.events) {
+        this.enqueue(() => this.publishChange(e.type === 'Delete' ? 'delete' : 'put', e.kv, e.prev_kv));
+      }
+    });
+    watcher.on('error', (err) => this.fail('etcd watch failed', err));
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    this.queue = this.queue.then(async () => {
+      if (!this.leading) return;
+      try {
+        await task();
+      } catch (err) {
+        this.fail('publish failed', err);
+      }
+    });
+  }
+
+  /** The revisions we would resume from are gone: start a new history at etcd's head. */
+  private async resetAfterCompaction(compacted: number): Promise<void> {
+    this.opts.log.warn('etcd history compacted past the bus; starting a new history', { compacted });
+    const head = Number((await this.opts.etcd.kv.range({ key: Buffer.from(REGISTRY_PREFIX), count_only: true })).header.revision);
+    await this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+    this.fail('restart after compaction', new Error(`compacted at ${compacted}`));
+  }
+
+  private async publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined): Promise<void> {
+    const revision = Number(kv.mod_revision);
+    if (revision <= this.position.revision) return;
+    let type: watch.EventType;
+    let object: Buffer;
+    if (kind === 'delete') {
+      type = watch.EventType.EVENT_TYPE_DELETED;
+      // The last state, stamped with the deletion revision as watchers expect.
+      object = prev ? setResourceVersion(prev.value, revision) : Buffer.alloc(0);
+    } else {
+      type = kv.create_revision === kv.mod_revision ? watch.EventType.EVENT_TYPE_ADDED : watch.EventType.EVENT_TYPE_MODIFIED;
+      object = setResourceVersion(kv.value, revision);
+    }
+    const prevObject = prev ? setResourceVersion(prev.value, Number(prev.mod_revision)) : Buffer.alloc(0);
+    await this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false });
+  }
+
+  private async publish(event: watch.ChangeEvent): Promise<void> {
+    let data = encodeEvent(event);
+    // Leave room for headers; oversized changes travel without their objects.
+    if (data.length > this.opts.maxPayload - 4096) data = encodeEvent(truncate(event));
+    const subject = event.type === watch.EventType.EVENT_TYPE_PROGRESS ? PROGRESS_SUBJECT : subjectFor(event.key);
+    const ack = await this.opts.js.publish(subject, data, {
+      msgID: `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`,
+      expect: { lastSequence: this.position.sequence },
+    });
+    this.position = { revision: event.revision, sequence: ack.seq };
+  }
+}

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { Etcd3 } from 'etcd3';
+import { connect, consumerOpts, type NatsConnection } from 'nats';
+import { watch } from '@svc/proto';
+import { createLogger, serverStream, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { ALL_SUBJECTS, decodeEvent, ensureStream } from './bus';
+import { History } from './history';
+import { Publisher } from './publisher';
+
+export interface WatchFanoutConfig {
+  listen: string;
+  etcdEndpoints: string[];
+  natsUrl: string;
+  /** Replica identity in the leader election; random when unset. */
+  id?: string;
+  /** How long changes stay in the history window (SPEC: 5 minutes). */
+  historyWindowMs?: number;
+  logger?: Logger;
+}
+
+export interface WatchFanoutHandle {
+  address: string;
+  port: number;
+  history: History;
+  publisher: Publisher;
+  close(): Promise<void>;
+}
+
+const DEFAULT_WINDOW_MS = 5 * 60 * 1000;
+/** How long a catch-up waits for a revision the gateway saw before this replica did. */
+const CATCH_UP_WAIT_MS = 10_000;
+
+/**
+ * Starts a watch-fanout replica: it keeps the history window from the bus,
+ * serves catch-up, and campaigns to be the one publisher.
+ */
+export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandle> {
+  const log = config.logger ?? createLogger('watch-fanout');
+  const id = config.id ?? `watch-fanout-${randomUUID().slice(0, 8)}`;
+  const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
+  const etcd = new Etcd3({ hosts: config.etcdEndpoints, dialTimeout: 3000 });
+  const nc: NatsConnection = await connect({ servers: config.natsUrl, name: id, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const jsm = await nc.jetstreamManager();
+  await ensureStream(jsm, windowMs);
+  const js = nc.jetstream();
+  const history = new History(windowMs);
+
+  // Every replica follows the bus from the start of the window.
+  // (An ordered push consumer: the pull-based `consume()` API needs a newer
+  // server than Debian's nats-server 2.9.)
+  const follow = consumerOpts();
+  follow.orderedConsumer();
+  follow.deliverAll();
+  const messages = await js.subscribe(ALL_SUBJECTS, follow);
+  const following = (async () => {
+    for await (const m of messages) {
+      try {
+        if (history.append(decodeEvent(m.data)) === 'reset') log.warn('history reset by the publisher', { revision: history.head });
+      } catch (err) {
+        log.error('undecodable bus message', { err, seq: m.seq });
+      }
+    }
+  })();
+
+  const publisher = new Publisher({ etcd, js, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024 });
+  publisher.start();
+  const pruneTimer = setInterval(() => history.prune(), 10_000);
+
+  /** Fills in an event that was too large for the bus, from etcd's own history. */
+  const resolve = async (e: watch.ChangeEvent): Promise<watch.ChangeEvent> => {
+    if (!e.truncated) return e;
+    const deleted = e.type === watch.EventType.EVENT_TYPE_DELETED;
+    const at = deleted ? e.revision - 1 : e.revision;
+    const res = await etcd.kv.range({ key: Buffer.from(e.key), revision: at });
+    const kv = res.kvs[0];
+    if (!kv) return e;
+    const obj = JSON.parse(kv.value.toString('utf8')) as { metadata?: Record<string, unknown> };
+    obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(e.revision) };
+    return { ...e, object: Buffer.from(JSON.stringify(obj)), truncated: false };
+  };
+
+  const implementation: watch.WatchFanoutServer = {
+    catchUp: serverStream(log, 'CatchUp', async (req: watch.CatchUpRequest, send, ctx) => {
+      if (req.untilRevision > 0) await history.waitFor(req.untilRevision, CATCH_UP_WAIT_MS, ctx.signal);
+      const upTo = req.untilRevision > 0 ? req.untilRevision : history.head;
+      const events = history.range(req.afterRevision, upTo, req.keyPrefix);
+      for (const e of events) await send(await resolve(e));
+      await send({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: upTo, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+    }),
+    head: unary(log, 'Head', async () => ({ revision: history.head, oldestRevision: Math.max(history.completeFrom, 0) })),
+  };
+  const server = await startGrpcServer(config.listen, [{ definition: watch.WatchFanoutService, implementation }]);
+  log.info('watch-fanout listening', { address: server.address, id, windowMs });
+
+  return {
+    address: server.address,
+    port: server.port,
+    history,
+    publisher,
+    close: async () => {
+      clearInterval(pruneTimer);
+      await server.close();
+      await publisher.stop();
+      messages.unsubscribe();
+      await following.catch(() => undefined);
+      await nc.drain().catch(() => undefined);
+      etcd.close();
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { type ApiObject } from '@svc/apimachinery';
+import { watch } from '@svc/proto';
+import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
+import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
+import { start as startFanout, ChangeSubscriber, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
+
+const quiet = () => {
+  const noop = () => undefined;
+  const log = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
+  return log;
+};
+
+async function until(cond: () => boolean, timeoutMs = 15000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Two watch-fanout replicas on real etcd and NATS: one publishes, both serve catch-up. */
+describe('watch fan-out on etcd and NATS', () => {
+  let dir: string;
+  let etcd: EtcdInstance;
+  let nats: NatsInstance;
+  let storage: StorageHandle;
+  let client: StorageClient;
+  let replicas: WatchFanoutHandle[];
+  let subscriber: ChangeSubscriber;
+  const seen: watch.ChangeEvent[] = [];
+  const cm = (name: string, data: Record<string, string> = {}): ApiObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'w' }, data });
+  const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: 'w', name });
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fanout-'));
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
+    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir: dir });
+    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quiet() });
+    client = new StorageClient(storage.address);
+    replicas = [];
+    for (const id of ['a', 'b']) {
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, id, logger: quiet() }));
+    }
+    subscriber = await ChangeSubscriber.connect(nats.url, quiet());
+    subscriber.listen((e) => seen.push(e));
+    await until(() => replicas.some((r) => r.publisher.isLeader) && replicas.every((r) => r.history.completeFrom >= 0));
+  });
+
+  afterAll(async () => {
+    await subscriber?.close();
+    for (const r of replicas ?? []) await r.close();
+    client?.close();
+    await storage?.close();
+    await nats?.process.stop();
+    await etcd?.process.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('exactly one replica publishes', () => {
+    expect(replicas.filter((r) => r.publisher.isLeader)).toHaveLength(1);
+  });
+
+  test('every change reaches subscribers once, in revision order, linked by prev_revision', async () => {
+    const a = await client.create(key('a'), cm('a', { v: '1' }));
+    const b = await client.update(key('a'), cm('a', { v: '2' }));
+    const c = await client.delete(key('a'));
+    await until(() => seen.some((e) => e.revision === c.revision));
+    const mine = seen.filter((e) => e.key === '/registry/configmaps/w/a');
+    expect(mine.map((e) => [e.type, e.revision])).toEqual([
+      [watch.EventType.EVENT_TYPE_ADDED, a.revision],
+      [watch.EventType.EVENT_TYPE_MODIFIED, b.revision],
+      [watch.EventType.EVENT_TYPE_DELETED, c.revision],
+    ]);
+    expect(mine[1]?.prevRevision).toBe(a.revision);
+    const deleted = JSON.parse(Buffer.from(mine[2]?.object ?? []).toString()) as ApiObject;
+    expect(deleted.metadata?.resourceVersion).toBe(String(c.revision));
+    expect(deleted.data).toEqual({ v: '2' });
+  });
+
+  test('both replicas serve the same catch-up, ending with a progress event', async () => {
+    const first = await client.create(key('c1'), cm('c1'));
+    const second = await client.create(key('c2'), cm('c2'));
+    await until(() => replicas.every((r) => r.history.head >= second.revision));
+    for (const r of replicas) {
+      const fanout = new WatchFanoutClient(r.address);
+      const events: watch.ChangeEvent[] = [];
+      for await (const e of fanout.catchUp(first.revision - 1, 0, '/registry/configmaps/w/c')) events.push(e);
+      fanout.close();
+      expect(events.map((e) => e.revision)).toEqual([first.revision, second.revision, second.revision]);
+      expect(events[2]?.type).toBe(watch.EventType.EVENT_TYPE_PROGRESS);
+    }
+  });
+
+  test('a catch-up from before the window is 410 Expired', async () => {
+    const fanout = new WatchFanoutClient(replicas[0]?.address ?? '');
+    const err = await (async () => {
+      for await (const _ of fanout.catchUp(1, 0, '')) void _;
+    })().catch((e: unknown) => e);
+    fanout.close();
+    expect(err).toMatchObject({ code: 410, reason: 'Expired' });
+  });
+
+  test('an object larger than a bus message still reaches watchers through catch-up', async () => {
+    const big = 'x'.repeat(1200 * 1024);
+    const created = await client.create(key('big'), cm('big', { big }));
+    await until(() => seen.some((e) => e.revision === created.revision));
+    const onBus = seen.find((e) => e.revision === created.revision);
+    expect(onBus?.truncated).toBe(true);
+    const fanout = new WatchFanoutClient(replicas[1]?.address ?? '');
+    const events: watch.ChangeEvent[] = [];
+    for await (const e of fanout.catchUp(onBus?.prevRevision ?? 0, created.revision, onBus?.key ?? '')) events.push(e);
+    fanout.close();
+    const full = JSON.parse(Buffer.from(events[0]?.object ?? []).toString()) as ApiObject;
+    expect((full.data as Record<string, string>)['big']).toHaveLength(big.length);
+  });
+
+  test('when the leader stops, the other replica takes over without a gap', async () => {
+    const leader = replicas.find((r) => r.publisher.isLeader) as WatchFanoutHandle;
+    const follower = replicas.find((r) => r !== leader) as WatchFanoutHandle;
+    await leader.close();
+    replicas = [follower];
+    const during = await client.create(key('failover'), cm('failover'));
+    await until(() => follower.publisher.isLeader, 20000);
+    await until(() => seen.some((e) => e.revision === during.revision), 20000);
+    const ordered = seen.filter((e) => e.type !== watch.EventType.EVENT_TYPE_PROGRESS);
+    for (let i = 1; i < ordered.length; i++) expect(ordered[i]?.prevRevision).toBe(ordered[i - 1]?.revision);
+  });
+});
