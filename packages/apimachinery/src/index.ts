@@ -8,3 +8,5 @@ export * from './registry';
 export * from './validation';
 export * from './selectors';
 export * from './keys';
+export * from './schema-check';
+export * from './meta';

@@ -80,6 +80,8 @@ export interface ResourceDefinition {
   allowUnconditionalUpdate?: boolean;
   /** PUT to a missing object creates it. */
   allowCreateOnUpdate?: boolean;
+  /** Rule for `metadata.name`: DNS subdomain (default), DNS label, or any path segment. */
+  nameValidation?: 'dns-subdomain' | 'dns-label' | 'path-segment';
 }
 
 export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {

@@ -1,0 +1,92 @@
+import type { Schema } from '@svc/merge';
+import type { StatusCause } from './errors';
+
+/**
+ * Checks a decoded object against its structural schema the way typed
+ * decoding does in the original server: values of the wrong type are errors
+ * naming the field; fields the schema does not know are reported (for
+ * `fieldValidation`) and pruned from the stored object.
+ */
+export interface SchemaCheckResult {
+  /** Paths of unknown fields, like `spec.foo` or `metadata.labelz`. */
+  unknownFields: string[];
+  /** Type mismatches, each naming its field path. */
+  typeErrors: StatusCause[];
+  /** The object without unknown fields. */
+  pruned: unknown;
+}
+
+function typeName(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}
+
+export function checkAgainstSchema(value: unknown, schema: Schema | undefined): SchemaCheckResult {
+  const unknownFields: string[] = [];
+  const typeErrors: StatusCause[] = [];
+  const walk = (v: unknown, s: Schema | undefined, path: string): unknown => {
+    if (!s || v === undefined) return v;
+    if (v === null) return s.nullable || s.type === undefined ? v : undefined;
+    if (s['x-svc-int-or-string']) {
+      if (typeof v !== 'string' && !(typeof v === 'number' && Number.isInteger(v))) {
+        typeErrors.push({ reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "${typeName(v)}": ${path} must be an integer or a string` });
+      }
+      return v;
+    }
+    if (s['x-svc-embedded-resource'] && s['x-svc-preserve-unknown-fields'] && !s.properties) return v;
+    switch (s.type) {
+      case 'string':
+        if (typeof v !== 'string') typeErrors.push(mismatch(path, 'string', v));
+        return v;
+      case 'boolean':
+        if (typeof v !== 'boolean') typeErrors.push(mismatch(path, 'boolean', v));
+        return v;
+      case 'integer':
+        if (typeof v !== 'number' || !Number.isInteger(v)) typeErrors.push(mismatch(path, 'integer', v));
+        return v;
+      case 'number':
+        if (typeof v !== 'number') typeErrors.push(mismatch(path, 'number', v));
+        return v;
+      case 'array': {
+        if (!Array.isArray(v)) {
+          typeErrors.push(mismatch(path, 'array', v));
+          return v;
+        }
+        return v.map((item, i) => walk(item, s.items, `${path}[${i}]`));
+      }
+      case 'object':
+      case undefined: {
+        if (s.type === undefined && !s.properties && !s.additionalProperties) return v;
+        if (typeof v !== 'object' || Array.isArray(v)) {
+          typeErrors.push(mismatch(path, 'object', v));
+          return v;
+        }
+        const obj = v as Record<string, unknown>;
+        const out: Record<string, unknown> = {};
+        for (const [k, child] of Object.entries(obj)) {
+          const prop = s.properties?.[k];
+          if (prop) out[k] = walk(child, prop, join(path, k));
+          else if (s.additionalProperties && typeof s.additionalProperties === 'object') out[k] = walk(child, s.additionalProperties, `${path}[${k}]`);
+          else if (s.additionalProperties === true || s['x-svc-preserve-unknown-fields']) out[k] = child;
+          else unknownFields.push(join(path, k));
+        }
+        return out;
+      }
+    }
+  };
+  const pruned = walk(value, schema, '');
+  return { unknownFields, typeErrors, pruned };
+}
+
+function mismatch(path: string, expected: string, v: unknown): StatusCause {
+  return {
+    reason: 'FieldValueTypeInvalid',
+    field: path,
+    message: `Invalid value: "${typeName(v)}": ${path} in body must be of type ${expected}: "${typeName(v)}"`,
+  };
+}

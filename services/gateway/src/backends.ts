@@ -1,0 +1,45 @@
+import type { ResourceRegistry } from '@svc/apimachinery';
+import type { AdmissionClient } from '@svc/admission';
+import type { AuthnClient } from '@svc/authn';
+import type { AuthzClient } from '@svc/authz';
+import type { Logger } from '@svc/service-kit';
+import type { StorageClient } from '@svc/storage';
+import type { WatchFanoutClient } from '@svc/watch-fanout';
+import type { ProtobufCodec } from './negotiation';
+import type { WatchHub } from './watch/watch-hub';
+
+/** Everything the filters and handlers call, injected so tests can replace parts. */
+export interface GatewayDeps {
+  registry: ResourceRegistry;
+  storage: StorageClient;
+  authn: AuthnClient;
+  authz: AuthzClient;
+  admission: AdmissionClient;
+  fanout: WatchFanoutClient;
+  hub: WatchHub;
+  protobuf: ProtobufCodec | undefined;
+  log: Logger;
+  limits: GatewayLimits;
+  /** Paths served without authentication or authorization (health probes). */
+  alwaysAllowPaths: string[];
+  /** Readiness checks by name. */
+  readiness: Record<string, () => Promise<void>>;
+  /** Documents derived from the registry (OpenAPI), rebuilt when it changes. */
+  documents: GatewayDocuments;
+}
+
+export interface GatewayLimits {
+  /** Largest request body accepted (SPEC: 3 MiB); larger is 413. */
+  maxBodyBytes: number;
+  /** Deadline for each backend call. */
+  backendTimeoutMs: number;
+  /** Longest a watch stays open before the server ends it (clients re-watch). */
+  maxWatchSeconds: number;
+}
+
+/** Builders of documents served from the registry; absent ones answer 404. */
+export interface GatewayDocuments {
+  openApiV2?(registry: ResourceRegistry): unknown;
+  openApiV3Index?(registry: ResourceRegistry): unknown;
+  openApiV3GroupVersion?(registry: ResourceRegistry, group: string, version: string): unknown;
+}

@@ -1,0 +1,16 @@
+import type { FlagSpecs } from '@svc/service-kit';
+
+export const GATEWAY_FLAGS: FlagSpecs = {
+  listen: { description: 'HTTPS listen address (host:port)', default: '127.0.0.1:6443' },
+  'tls-cert-file': { description: 'Serving certificate (PEM)', required: true },
+  'tls-private-key-file': { description: 'Serving certificate key (PEM)', required: true },
+  'client-ca-file': { description: 'CA bundle that verifies client certificates', default: '' },
+  'storage-address': { description: 'Storage service address', default: '127.0.0.1:7101' },
+  'authn-address': { description: 'Authentication service address', default: '127.0.0.1:7102' },
+  'authz-address': { description: 'Authorization service address', default: '127.0.0.1:7103' },
+  'admission-address': { description: 'Admission service address', default: '127.0.0.1:7104' },
+  'watch-fanout-address': { description: 'Watch fan-out service address', default: '127.0.0.1:7105' },
+  'nats-url': { description: 'NATS server URL', default: 'nats://127.0.0.1:4222' },
+  'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
+  'authorization-always-allow-paths': { description: 'Comma-separated paths served without authentication or authorization', default: '/healthz,/livez,/readyz' },
+};

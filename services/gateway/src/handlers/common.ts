@@ -1,0 +1,89 @@
+import type { Request } from 'express';
+import { ApiError, groupVersion, type ResourceDefinition } from '@svc/apimachinery';
+import type { GatewayDeps } from '../backends';
+import { addWarning, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { negotiateOutput, type OutputFormat } from '../negotiation';
+import type { RequestInfo } from '../request-info';
+import type { FieldValidation, WriteContext } from '../rest';
+
+/** What every resource handler needs: the kind, the parsed request, the negotiated output. */
+export interface ResourceRequest {
+  deps: GatewayDeps;
+  def: ResourceDefinition;
+  info: RequestInfo;
+}
+
+export type ResourceHandler = (req: Request, res: import('express').Response, r: ResourceRequest) => Promise<void>;
+
+export function query(req: Request, name: string): string | undefined {
+  const v = req.query[name];
+  if (Array.isArray(v)) return v.length > 0 ? String(v[v.length - 1]) : undefined;
+  return v === undefined ? undefined : String(v);
+}
+
+export function outputFormat(req: Request, r: ResourceRequest, table: boolean): OutputFormat {
+  return negotiateOutput(req.headers.accept, { table, protobuf: r.deps.protobuf?.supports(groupVersion(r.def), r.def.kind) ?? false });
+}
+
+export function parseDryRun(req: Request): boolean {
+  const raw = req.query['dryRun'];
+  if (raw === undefined) return false;
+  const values = (Array.isArray(raw) ? raw : [raw]).map(String);
+  for (const v of values) {
+    if (v !== 'All') throw ApiError.badRequest(`Invalid dryRun value: ${JSON.stringify(v)}: supported values: "All"`, [{ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: ${JSON.stringify(v)}: supported values: "All"` }]);
+  }
+  return values.length > 0;
+}
+
+export function parseFieldValidation(req: Request): FieldValidation {
+  const v = query(req, 'fieldValidation');
+  if (v === undefined || v === '') return 'Warn';
+  if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v;
+  throw ApiError.badRequest(`fieldValidation ${JSON.stringify(v)} is invalid: valid values are "Ignore", "Warn" and "Strict"`);
+}
+
+/** A resourceVersion query parameter as a revision; undefined when unset or empty. */
+export function parseResourceVersion(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[0-9]+$/.test(raw)) throw ApiError.badRequest(`invalid resource version: ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+export function writeContext(req: Request, r: ResourceRequest): WriteContext {
+  return {
+    deps: r.deps,
+    def: r.def,
+    user: userFrom(req),
+    requestId: requestIdFrom(req),
+    namespace: r.info.namespace,
+    subresource: r.info.subresource,
+    dryRun: parseDryRun(req),
+    fieldValidation: parseFieldValidation(req),
+    warn: (text) => addWarning(req, text),
+  };
+}
+
+export function callOptions(req: Request, r: ResourceRequest) {
+  return { requestId: requestIdFrom(req), timeoutMs: r.deps.limits.backendTimeoutMs };
+}
+
+/** Reads the body, answering 413 past the limit. */
+export async function readBody(req: Request, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > maxBytes) throw ApiError.requestEntityTooLarge(`the request body of ${declared} bytes is larger than the limit of ${maxBytes} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      req.resume();
+      throw ApiError.requestEntityTooLarge(`the request body is larger than the limit of ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function requestInfo(req: Request): RequestInfo {
+  return requestInfoFrom(req);
+}

@@ -1,0 +1,15 @@
+import type { Request, Response } from 'express';
+import { decodeBody } from '../negotiation';
+import { writeBody } from '../responses';
+import { createObject } from '../rest';
+import { outputFormat, readBody, writeContext, type ResourceRequest } from './common';
+
+/** POST to a collection: decode, then the generic create pipeline; 201 with the stored object. */
+export async function handleCreate(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, false);
+  const body = await readBody(req, r.deps.limits.maxBodyBytes);
+  const obj = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
+  const ctx = writeContext(req, r);
+  const created = await createObject(ctx, obj);
+  writeBody(req, res, 201, created.object, format, r.deps.protobuf);
+}

@@ -1,0 +1,73 @@
+import type { Request, Response } from 'express';
+import { ApiError, groupVersion, isJsonObject, successStatus } from '@svc/apimachinery';
+import { parseJson } from '../negotiation';
+import { writeBody } from '../responses';
+import { deleteObject, type DeleteOptions } from '../rest';
+import { listReadOptions } from './list';
+import { callOptions, outputFormat, query, readBody, writeContext, type ResourceRequest } from './common';
+
+async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOptions> {
+  const body = await readBody(req, maxBytes);
+  const options: DeleteOptions = {};
+  if (body.length > 0) {
+    const parsed = parseJson(body);
+    if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');
+    const pre = parsed['preconditions'];
+    if (isJsonObject(pre)) {
+      options.preconditions = {};
+      if (typeof pre['uid'] === 'string') options.preconditions.uid = pre['uid'];
+      if (typeof pre['resourceVersion'] === 'string') options.preconditions.resourceVersion = pre['resourceVersion'];
+    }
+    if (typeof parsed['propagationPolicy'] === 'string') options.propagationPolicy = parsed['propagationPolicy'];
+    if (typeof parsed['gracePeriodSeconds'] === 'number') options.gracePeriodSeconds = parsed['gracePeriodSeconds'];
+    const dryRun = parsed['dryRun'];
+    if (Array.isArray(dryRun) && dryRun.length > 0) req.query['dryRun'] = dryRun.map(String);
+  }
+  const policy = options.propagationPolicy ?? query(req, 'propagationPolicy');
+  if (policy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(policy)) {
+    throw ApiError.badRequest(`propagationPolicy ${JSON.stringify(policy)} is invalid: supported values: "Orphan", "Background", "Foreground"`);
+  }
+  return options;
+}
+
+/**
+ * DELETE of one object. Most kinds answer with a success Status; kinds whose
+ * registry entry says so answer with the object. An object with finalizers is
+ * only marked for deletion and returned (202 would mean "later"; the
+ * original server answers 200 with the object).
+ */
+export async function handleDelete(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, false);
+  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
+  const ctx = writeContext(req, r);
+  const outcome = await deleteObject(ctx, r.info.name, options);
+  if (!outcome.removed || r.def.returnDeletedObject) {
+    writeBody(req, res, 200, outcome.object, format, r.deps.protobuf);
+    return;
+  }
+  const status = { ...successStatus({ name: r.info.name, group: r.def.group, kind: r.def.plural, uid: outcome.object.metadata?.uid ?? '' }), code: 200 };
+  writeBody(req, res, 200, status, { kind: format.kind === 'yaml' ? 'yaml' : 'json', mediaType: format.kind === 'yaml' ? format.mediaType : 'application/json' });
+}
+
+/** DELETE of a collection: every matching object, answered with the list of what was deleted. */
+export async function handleDeleteCollection(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, false);
+  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
+  const ctx = writeContext(req, r);
+  const page = await r.deps.storage.list(
+    { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
+    { ...listReadOptions(req), limit: 0 },
+    callOptions(req, r),
+  );
+  const deleted = [];
+  for (const item of page.items) {
+    try {
+      const outcome = await deleteObject({ ...ctx, namespace: item.metadata?.namespace ?? '' }, item.metadata?.name ?? '', options);
+      deleted.push(outcome.object);
+    } catch (err) {
+      // Gone in the meantime: nothing left to delete.
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+  }
+  writeBody(req, res, 200, { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata: { resourceVersion: String(page.revision) }, items: deleted }, format, r.deps.protobuf);
+}

@@ -1,0 +1,81 @@
+import type { Request, Response } from 'express';
+import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '@svc/apimachinery';
+import type { ListRequestOptions } from '@svc/storage';
+import { writeBody } from '../responses';
+import { toTable, type IncludeObject } from '../table';
+import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+
+/**
+ * The resourceVersion table of SPEC section 4 for lists: which state to read
+ * given resourceVersion, resourceVersionMatch, limit and continue.
+ */
+export function listReadOptions(req: Request): ListRequestOptions {
+  const rvRaw = query(req, 'resourceVersion');
+  const rv = parseResourceVersion(rvRaw);
+  const match = query(req, 'resourceVersionMatch') ?? '';
+  const limitRaw = query(req, 'limit');
+  const cont = query(req, 'continue') ?? '';
+  const options: ListRequestOptions = {};
+  if (limitRaw !== undefined && limitRaw !== '') {
+    if (!/^[0-9]+$/.test(limitRaw)) throw ApiError.badRequest(`invalid limit ${JSON.stringify(limitRaw)}: must be a non-negative integer`);
+    options.limit = Number(limitRaw);
+  }
+  const labelSelector = query(req, 'labelSelector');
+  const fieldSelector = query(req, 'fieldSelector');
+  if (labelSelector) {
+    parseLabelSelector(labelSelector);
+    options.labelSelector = labelSelector;
+  }
+  if (fieldSelector) {
+    const parsed = parseFieldSelector(fieldSelector);
+    for (const r of parsed.requirements) {
+      if (r.field !== 'metadata.name' && r.field !== 'metadata.namespace' && !/^(spec|status|type|involvedObject|reason|source)\b/.test(r.field)) {
+        throw ApiError.badRequest(`field label not supported: ${r.field}`);
+      }
+    }
+    options.fieldSelector = fieldSelector;
+  }
+  if (match !== '' && match !== 'Exact' && match !== 'NotOlderThan') {
+    throw ApiError.badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(match)}: supported values: "Exact", "NotOlderThan"`);
+  }
+  if (match !== '' && rvRaw === undefined) {
+    throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided');
+  }
+  if (cont) {
+    if (match !== '') throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
+    if (rv !== undefined && rv > 0) throw ApiError.badRequest('specifying resource version is not allowed when using continue');
+    options.continueToken = cont;
+    return options;
+  }
+  if (match === 'Exact') {
+    if (rv === undefined || rv === 0) throw ApiError.badRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"');
+    options.at = { revision: rv };
+  } else if (match === 'NotOlderThan') {
+    if (rv !== undefined && rv > 0) options.at = { minRevision: rv };
+  } else if (rv !== undefined && rv > 0) {
+    // A chunked list at a given version reads exactly that version.
+    options.at = options.limit ? { revision: rv } : { minRevision: rv };
+  }
+  return options;
+}
+
+export async function handleList(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, true);
+  const options = listReadOptions(req);
+  const page = await r.deps.storage.list(
+    { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
+    options,
+    callOptions(req, r),
+  );
+  const metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number } = { resourceVersion: String(page.revision) };
+  if (page.continueToken) metadata.continue = page.continueToken;
+  if (page.remainingItemCount !== undefined && !options.labelSelector && !options.fieldSelector) metadata.remainingItemCount = page.remainingItemCount;
+  if (format.kind === 'table') {
+    const table = toTable(r.def, page.items, format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
+    table.metadata = metadata;
+    writeBody(req, res, 200, table, format);
+    return;
+  }
+  const list = { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata, items: page.items };
+  writeBody(req, res, 200, list, format, r.deps.protobuf);
+}

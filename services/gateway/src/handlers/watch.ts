@@ -1,0 +1,185 @@
+import type { Request, Response } from 'express';
+import {
+  ApiError,
+  collectionPrefix,
+  groupVersion,
+  objectKey,
+  parseFieldSelector,
+  parseLabelSelector,
+  standardSelectableFields,
+  type ApiObject,
+} from '@svc/apimachinery';
+import { watch } from '@svc/proto';
+import { logFrom } from '../context';
+import { encodeBody } from '../responses';
+import { toTable, type IncludeObject } from '../table';
+import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+
+/**
+ * A watch: a chunked stream of `{type, object}` documents, one per line.
+ * Without a resourceVersion (or with "0") it starts with the current state
+ * as ADDED events; with one it continues exactly after it. A version the
+ * history no longer holds ends the stream with an ERROR event carrying a 410
+ * Status, so the client re-lists.
+ */
+type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+const MAX_BUFFERED_EVENTS = 10000;
+
+function parseObject(bytes: Uint8Array): ApiObject | undefined {
+  if (bytes.length === 0) return undefined;
+  return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
+}
+
+export async function handleWatch(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, true);
+  const log = logFrom(req);
+  const rv = parseResourceVersion(query(req, 'resourceVersion'));
+  const labels = parseLabelSelector(query(req, 'labelSelector'));
+  let fieldSelectorText = query(req, 'fieldSelector') ?? '';
+  const sendInitialEvents = query(req, 'sendInitialEvents') === 'true';
+  const bookmarks = query(req, 'allowWatchBookmarks') === 'true' || query(req, 'allowWatchBookmarks') === '1';
+  const match = query(req, 'resourceVersionMatch');
+  if (sendInitialEvents && match !== 'NotOlderThan') {
+    throw ApiError.badRequest('resourceVersionMatch: Invalid value: must be "NotOlderThan" when sendInitialEvents is true');
+  }
+  if (!sendInitialEvents && match !== undefined && match !== '') {
+    throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+  }
+  if (r.info.name && r.info.parts[1] === r.info.name && !fieldSelectorText.includes('metadata.name')) {
+    fieldSelectorText = fieldSelectorText ? `${fieldSelectorText},metadata.name=${r.info.name}` : `metadata.name=${r.info.name}`;
+  }
+  const fields = parseFieldSelector(fieldSelectorText);
+  const namespace = r.def.namespaced ? r.info.namespace : '';
+  const nameFilter = fields.requirements.find((q) => q.field === 'metadata.name' && q.operator === '=')?.value;
+  const prefix = nameFilter && (namespace || !r.def.namespaced)
+    ? objectKey({ group: r.def.group, resource: r.def.plural, namespace, name: nameFilter })
+    : collectionPrefix({ group: r.def.group, resource: r.def.plural, namespace });
+  const matches = (obj: ApiObject | undefined): boolean => {
+    if (!obj) return false;
+    if (!labels.matches(obj.metadata?.labels)) return false;
+    if (!fields.empty && !fields.matches({ ...standardSelectableFields(obj), ...selectableFrom(obj, fields.requirements.map((q) => q.field)) })) return false;
+    return true;
+  };
+  const timeoutSeconds = Number(query(req, 'timeoutSeconds') ?? '0');
+  const maxSeconds = r.deps.limits.maxWatchSeconds;
+  const lifetimeMs = (timeoutSeconds > 0 ? Math.min(timeoutSeconds, maxSeconds) : maxSeconds * (0.5 + Math.random() / 2)) * 1000;
+  const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
+
+  // Register first, so nothing published while we read the starting state is missed.
+  const buffered: watch.ChangeEvent[] = [];
+  let live = false;
+  let closed = false;
+  let cursor = 0;
+  const hub = r.deps.hub;
+
+  const write = (type: EventType, object: unknown): void => {
+    if (closed) return;
+    let payload = object;
+    if (format.kind === 'table' && type !== 'ERROR' && type !== 'BOOKMARK') {
+      payload = toTable(r.def, [object as ApiObject], format.group, format.version, include);
+    }
+    const line = encodeBody(req, { type, object: payload }, format.kind === 'yaml' ? { kind: 'json', mediaType: 'application/json' } : format.kind === 'table' ? { kind: 'json', mediaType: 'application/json' } : format, r.deps.protobuf);
+    res.write(format.kind === 'protobuf' ? line : Buffer.concat([line, Buffer.from('\n')]));
+  };
+
+  const deliverChange = (e: watch.ChangeEvent): void => {
+    if (e.revision <= cursor) return;
+    cursor = e.revision;
+    const obj = parseObject(e.object);
+    const prev = parseObject(e.prevObject);
+    if (e.type === watch.EventType.EVENT_TYPE_DELETED) {
+      if (matches(obj)) write('DELETED', obj);
+      return;
+    }
+    const now = matches(obj);
+    const before = e.type === watch.EventType.EVENT_TYPE_MODIFIED && matches(prev);
+    if (now && before) write('MODIFIED', obj);
+    else if (now) write('ADDED', obj);
+    else if (before) write('DELETED', obj);
+  };
+
+  let finish: (err?: ApiError) => void = () => undefined;
+  const ended = new Promise<void>((resolve) => {
+    finish = (err) => {
+      if (closed) return;
+      if (err) write('ERROR', err.toStatus());
+      closed = true;
+      res.end();
+      resolve();
+    };
+  });
+
+  const registration = hub.register({
+    prefix,
+    deliver: (e) => {
+      if (!live) {
+        buffered.push(e);
+        if (buffered.length > MAX_BUFFERED_EVENTS) finish(ApiError.expired('the watch fell too far behind'));
+        return;
+      }
+      deliverChange(e);
+    },
+    expire: (reason) => finish(reason),
+  });
+  req.on('close', () => finish());
+  res.on('close', () => finish());
+
+  try {
+    res.writeHead(200, { 'Content-Type': format.mediaType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
+    if (rv === undefined || rv === 0 || sendInitialEvents) {
+      const page = await r.deps.storage.list(
+        { group: r.def.group, resource: r.def.plural, namespace },
+        { labelSelector: query(req, 'labelSelector') ?? '', fieldSelector: fieldSelectorText, ...(rv ? { at: { minRevision: rv } } : {}) },
+        callOptions(req, r),
+      );
+      for (const item of page.items) write('ADDED', item);
+      cursor = page.revision;
+      if (sendInitialEvents && bookmarks) {
+        write('BOOKMARK', bookmarkObject(r, cursor, true));
+      }
+    } else {
+      cursor = rv;
+    }
+    // Fill in from the history what the hub dispatched before we registered.
+    if (cursor < registration.from) {
+      const { events } = await hub.catchUp(cursor, registration.from, prefix);
+      for (const e of events) deliverChange(e);
+      cursor = Math.max(cursor, registration.from);
+    }
+    live = true;
+    for (const e of buffered.splice(0)) deliverChange(e);
+  } catch (err) {
+    const apiError = ApiError.from(err);
+    if (apiError.code >= 500) log.error('watch failed to start', { err: apiError.cause ?? apiError });
+    finish(apiError.code === 410 ? apiError : ApiError.from(err));
+  }
+
+  const bookmarkTimer = bookmarks
+    ? setInterval(() => {
+        if (live && !closed) write('BOOKMARK', bookmarkObject(r, Math.max(cursor, hub.revision), false));
+      }, 30000)
+    : undefined;
+  const lifetime = setTimeout(() => finish(), lifetimeMs);
+  await ended;
+  clearTimeout(lifetime);
+  if (bookmarkTimer) clearInterval(bookmarkTimer);
+  registration.detach();
+}
+
+function bookmarkObject(r: ResourceRequest, revision: number, initialEventsEnd: boolean): ApiObject {
+  const metadata: ApiObject['metadata'] = { resourceVersion: String(revision) };
+  if (initialEventsEnd) metadata.annotations = { 'svc.io/initial-events-end': 'true', 'k8s.io/initial-events-end': 'true' };
+  return { kind: r.def.kind, apiVersion: groupVersion(r.def), metadata };
+}
+
+function selectableFrom(obj: ApiObject, paths: string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const p of paths) {
+    let cur: unknown = obj;
+    for (const part of p.split('.')) cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[part] : undefined;
+    out[p] = cur === undefined || cur === null ? undefined : String(cur);
+  }
+  return out;
+}

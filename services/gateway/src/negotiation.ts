@@ -1,0 +1,116 @@
+import * as yaml from 'js-yaml';
+import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
+
+/**
+ * Content negotiation: which representation a client asked for (`Accept`) and
+ * how to read the body it sent (`Content-Type`). The upstream protobuf media
+ * type and Table group are accepted as aliases of ours, because unchanged
+ * clients send them.
+ */
+export const JSON_TYPE = 'application/json';
+export const YAML_TYPE = 'application/yaml';
+export const PROTOBUF_TYPE = 'application/vnd.svc.protobuf';
+export const PROTOBUF_TYPES = [PROTOBUF_TYPE, 'application/vnd.kubernetes.protobuf'];
+export const TABLE_GROUPS = ['meta.svc.io', 'meta.k8s.io'];
+
+export type OutputFormat =
+  | { kind: 'json'; mediaType: string }
+  | { kind: 'yaml'; mediaType: string }
+  | { kind: 'protobuf'; mediaType: string }
+  | { kind: 'table'; mediaType: string; group: string; version: string };
+
+/** Encodes and decodes objects in the binary envelope (provided by the protobuf codec). */
+export interface ProtobufCodec {
+  decode(body: Uint8Array): ApiObject;
+  encode(obj: ApiObject): Uint8Array;
+  supports(apiVersion: string, kind: string): boolean;
+}
+
+interface MediaRange {
+  type: string;
+  params: Record<string, string>;
+}
+
+export function parseMediaRanges(header: string | undefined): MediaRange[] {
+  if (!header) return [];
+  return header
+    .split(',')
+    .map((part) => {
+      const [type, ...params] = part.split(';').map((s) => s.trim());
+      const p: Record<string, string> = {};
+      for (const kv of params) {
+        const eq = kv.indexOf('=');
+        if (eq > 0) p[kv.slice(0, eq).trim().toLowerCase()] = kv.slice(eq + 1).trim().replace(/^"|"$/g, '');
+      }
+      return { type: (type ?? '').toLowerCase(), params: p };
+    })
+    .filter((r) => r.type.length > 0)
+    .sort((a, b) => Number(b.params['q'] ?? '1') - Number(a.params['q'] ?? '1'));
+}
+
+export interface OutputOptions {
+  /** Table is offered for reads of resources. */
+  table: boolean;
+  /** Protobuf is offered for built-in kinds. */
+  protobuf: boolean;
+}
+
+export function negotiateOutput(accept: string | undefined, opts: OutputOptions): OutputFormat {
+  const ranges = parseMediaRanges(accept);
+  if (ranges.length === 0) return { kind: 'json', mediaType: JSON_TYPE };
+  for (const r of ranges) {
+    const as = r.params['as'];
+    if (as !== undefined) {
+      const group = r.params['g'] ?? '';
+      const version = r.params['v'] ?? '';
+      if (opts.table && as === 'Table' && TABLE_GROUPS.includes(group) && (version === 'v1' || version === 'v1beta1') && r.type === JSON_TYPE) {
+        return { kind: 'table', mediaType: JSON_TYPE, group, version };
+      }
+      continue; // PartialObjectMetadata and other conversions are not offered
+    }
+    if (r.type === JSON_TYPE || r.type === 'application/*' || r.type === '*/*') return { kind: 'json', mediaType: JSON_TYPE };
+    if (r.type === YAML_TYPE) return { kind: 'yaml', mediaType: YAML_TYPE };
+    if (opts.protobuf && PROTOBUF_TYPES.includes(r.type)) return { kind: 'protobuf', mediaType: r.type };
+  }
+  const offered = [JSON_TYPE, YAML_TYPE, ...(opts.protobuf ? [PROTOBUF_TYPE] : [])];
+  throw ApiError.notAcceptable(`only the following media types are accepted: ${offered.join(', ')}`);
+}
+
+/** The bare media type of a Content-Type header, lower-cased. */
+export function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
+export function decodeBody(contentType: string | undefined, body: Buffer, protobuf: ProtobufCodec | undefined): ApiObject {
+  if (body.length === 0) throw ApiError.badRequest('the request body is empty; an object is required');
+  const type = mediaTypeOf(contentType);
+  let value: unknown;
+  if (type === '' || type === JSON_TYPE) {
+    value = parseJson(body);
+  } else if (type === YAML_TYPE || type === 'application/x-yaml' || type === 'text/yaml') {
+    value = parseYaml(body);
+  } else if (PROTOBUF_TYPES.includes(type)) {
+    if (!protobuf) throw ApiError.unsupportedMediaType(type);
+    return protobuf.decode(body);
+  } else {
+    throw ApiError.unsupportedMediaType(type);
+  }
+  if (!isJsonObject(value)) throw ApiError.badRequest('the request body must be a JSON object');
+  return value as ApiObject;
+}
+
+export function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw ApiError.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+  }
+}
+
+export function parseYaml(body: Buffer): unknown {
+  try {
+    return yaml.load(body.toString('utf8'), { schema: yaml.JSON_SCHEMA });
+  } catch (err) {
+    throw ApiError.badRequest(`error converting YAML to JSON: ${(err as Error).message.split('\n')[0] ?? ''}`);
+  }
+}

@@ -1,0 +1,62 @@
+import type { Request, Response } from 'express';
+import * as yaml from 'js-yaml';
+import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { logFrom, warningsFrom } from './context';
+import type { OutputFormat, ProtobufCodec } from './negotiation';
+
+/**
+ * Writing responses. `writeError` is the one place a failure becomes a
+ * Status on the wire; `writeBody` encodes everything else in the negotiated
+ * representation.
+ */
+function setWarnings(req: Request, res: Response): void {
+  const warnings = warningsFrom(req);
+  if (warnings.length > 0 && !res.headersSent) {
+    res.setHeader('Warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  }
+}
+
+export function writeError(req: Request, res: Response, err: unknown): void {
+  const apiError = ApiError.from(err);
+  const log = (() => {
+    try {
+      return logFrom(req);
+    } catch {
+      return undefined;
+    }
+  })();
+  if (apiError.code >= 500) log?.error('request failed', { code: apiError.code, reason: apiError.reason, err: apiError.cause ?? apiError });
+  if (res.headersSent) {
+    // A stream already started (a watch): the best we can do is end it.
+    res.end();
+    return;
+  }
+  const retryAfter = apiError.retryAfterSeconds;
+  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
+  setWarnings(req, res);
+  res.status(apiError.code).type('application/json').send(JSON.stringify(apiError.toStatus()));
+}
+
+function pretty(req: Request): boolean {
+  const v = req.query['pretty'];
+  return v === 'true' || v === '1';
+}
+
+export function encodeBody(req: Request, body: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {
+  switch (format.kind) {
+    case 'yaml':
+      return Buffer.from(yaml.dump(body, { noRefs: true, lineWidth: -1 }));
+    case 'protobuf':
+      if (!protobuf) throw ApiError.notAcceptable('protobuf is not available for this resource');
+      return Buffer.from(protobuf.encode(body as ApiObject));
+    default:
+      return Buffer.from(pretty(req) ? JSON.stringify(body, null, 2) + '\n' : JSON.stringify(body));
+  }
+}
+
+export function writeBody(req: Request, res: Response, code: number, body: unknown, format: OutputFormat, protobuf?: ProtobufCodec): void {
+  const encoded = encodeBody(req, body, format, protobuf);
+  setWarnings(req, res);
+  res.status(code).setHeader('Content-Type', format.mediaType);
+  res.end(encoded);
+}

@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ApiError,
+  checkAgainstSchema,
+  generateNameFrom,
+  groupVersion,
+  rfc3339,
+  validateAnnotations,
+  validateDns1123Label,
+  validateDns1123Subdomain,
+  validateLabels,
+  validatePathSegmentName,
+  validateQualifiedName,
+  type ApiObject,
+  type ResourceDefinition,
+  type StatusCause,
+  type StoredKey,
+  type UserInfo,
+} from '@svc/apimachinery';
+import type { StoredResult } from '@svc/storage';
+import type { GatewayDeps } from './backends';
+
+/**
+ * The generic store: the steps every kind goes through, configured by the
+ * kind's registry entry (strategy hooks, schema) instead of a class per kind.
+ * Order on create, as in the original server: metadata, prepareForCreate,
+ * defaults, validation, mutating admission, validation again, validating
+ * admission, storage.
+ */
+export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
+
+export interface WriteContext {
+  deps: GatewayDeps;
+  def: ResourceDefinition;
+  user: UserInfo;
+  requestId: string;
+  namespace: string;
+  subresource: string;
+  dryRun: boolean;
+  fieldValidation: FieldValidation;
+  warn(text: string): void;
+  now?: Date;
+}
+
+export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {
+  return { group: def.group, resource: def.plural, namespace: def.namespaced ? namespace : '', name };
+}
+
+function gr(def: ResourceDefinition) {
+  return { group: def.group, resource: def.plural };
+}
+
+function validateName(def: ResourceDefinition, name: string, field: string): StatusCause[] {
+  switch (def.nameValidation ?? 'dns-subdomain') {
+    case 'dns-label':
+      return validateDns1123Label(name, field);
+    case 'path-segment':
+      return validatePathSegmentName(name, field);
+    default:
+      return validateDns1123Subdomain(name, field);
+  }
+}
+
+/** Checks apiVersion and kind of a body sent to an endpoint. */
+export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
+  const gv = groupVersion(def);
+  if (obj.apiVersion !== undefined && obj.apiVersion !== gv) {
+    throw ApiError.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
+  }
+  if (obj.kind !== undefined && obj.kind !== def.kind) {
+    throw ApiError.badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${def.kind})`);
+  }
+  if (obj.metadata !== undefined && (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata))) {
+    throw ApiError.badRequest('metadata must be an object');
+  }
+}
+
+/** Schema check: type errors are 400; unknown fields by the fieldValidation level; the result is pruned. */
+export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObject {
+  const result = checkAgainstSchema(obj, ctx.def.schema);
+  if (result.typeErrors.length > 0) {
+    const first = result.typeErrors[0] as StatusCause;
+    throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, result.typeErrors);
+  }
+  if (result.unknownFields.length > 0) {
+    if (ctx.fieldValidation === 'Strict') {
+      throw ApiError.badRequest(`strict decoding error: ${result.unknownFields.map((f) => `unknown field "${f}"`).join(', ')}`);
+    }
+    if (ctx.fieldValidation === 'Warn') for (const f of result.unknownFields) ctx.warn(`unknown field "${f}"`);
+  }
+  return result.pruned as ApiObject;
+}
+
+function validateMeta(def: ResourceDefinition, obj: ApiObject): StatusCause[] {
+  const meta = obj.metadata ?? {};
+  const causes: StatusCause[] = [];
+  if (!meta.name) causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
+  else causes.push(...validateName(def, meta.name, 'metadata.name'));
+  if (def.namespaced) {
+    if (!meta.namespace) causes.push({ reason: 'FieldValueRequired', field: 'metadata.namespace', message: 'Required value' });
+    else causes.push(...validateDns1123Label(meta.namespace, 'metadata.namespace'));
+  } else if (meta.namespace) {
+    causes.push({ reason: 'FieldValueForbidden', field: 'metadata.namespace', message: 'Forbidden: not allowed on this type' });
+  }
+  causes.push(...validateLabels(meta.labels, 'metadata.labels'));
+  causes.push(...validateAnnotations(meta.annotations, 'metadata.annotations'));
+  (meta.finalizers ?? []).forEach((f, i) => causes.push(...validateQualifiedName(f, `metadata.finalizers[${i}]`)));
+  return causes;
+}
+
+function throwIfInvalid(def: ResourceDefinition, obj: ApiObject, causes: StatusCause[]): void {
+  if (causes.length > 0) throw ApiError.invalid({ group: def.group, kind: def.kind }, obj.metadata?.name ?? '', causes);
+}
+
+function admissionResource(def: ResourceDefinition) {
+  return {
+    kind: { group: def.group, version: def.version, kind: def.kind },
+    resource: { group: def.group, version: def.version, resource: def.plural },
+  };
+}
+
+async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE', name: string, obj: ApiObject | undefined, old: ApiObject | undefined): Promise<ApiObject | undefined> {
+  const base = {
+    operation,
+    ...admissionResource(ctx.def),
+    subresource: ctx.subresource,
+    namespace: ctx.def.namespaced ? ctx.namespace : '',
+    name,
+    userInfo: ctx.user,
+    dryRun: ctx.dryRun,
+    ...(old ? { oldObject: old } : {}),
+  };
+  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating', ...(obj ? { object: obj } : {}) }, opts);
+  for (const w of mutated.warnings) ctx.warn(w);
+  const final = mutated.object ?? obj;
+  if (final && ctx.def.strategy.validate) throwIfInvalid(ctx.def, final, ctx.def.strategy.validate(final));
+  const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);
+  for (const w of validated.warnings) ctx.warn(w);
+  return final;
+}
+
+export async function createObject(ctx: WriteContext, input: ApiObject): Promise<StoredResult> {
+  const { def } = ctx;
+  checkTypeMeta(def, input);
+  const obj = decodeAgainstSchema(ctx, input);
+  obj.apiVersion = groupVersion(def);
+  obj.kind = def.kind;
+  const meta = { ...(obj.metadata ?? {}) };
+  if (def.namespaced) {
+    if (meta.namespace && meta.namespace !== ctx.namespace) {
+      throw ApiError.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    meta.namespace = ctx.namespace;
+  }
+  if (meta.resourceVersion) throw ApiError.badRequest('resourceVersion should not be set on objects to be created');
+  const generated = !meta.name && !!meta.generateName;
+  if (generated) meta.name = generateNameFrom(meta.generateName as string);
+  meta.uid = randomUUID();
+  meta.creationTimestamp = rfc3339(ctx.now ?? new Date());
+  delete meta.deletionTimestamp;
+  delete meta.deletionGracePeriodSeconds;
+  obj.metadata = meta;
+  def.strategy.prepareForCreate?.(obj);
+  def.strategy.applyDefaults?.(obj);
+  throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? [])]);
+  const admitted = (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined)) as ApiObject;
+  const key = keyOf(def, ctx.namespace, admitted.metadata?.name ?? '');
+  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs, dryRun: ctx.dryRun };
+  // A generated name that collides is retried with a new suffix.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.deps.storage.create(key, admitted, opts);
+    } catch (err) {
+      if (!(generated && err instanceof ApiError && err.reason === 'AlreadyExists' && attempt < 7)) throw err;
+      const name = generateNameFrom(meta.generateName as string);
+      admitted.metadata = { ...(admitted.metadata ?? {}), name };
+      key.name = name;
+    }
+  }
+}
+
+/** Fields a client cannot change through an update. */
+function carryImmutableMeta(obj: ApiObject, old: ApiObject): void {
+  const meta = { ...(obj.metadata ?? {}) };
+  const oldMeta = old.metadata ?? {};
+  meta.uid = oldMeta.uid;
+  meta.creationTimestamp = oldMeta.creationTimestamp;
+  if (oldMeta.deletionTimestamp) meta.deletionTimestamp = oldMeta.deletionTimestamp;
+  else delete meta.deletionTimestamp;
+  if (oldMeta.deletionGracePeriodSeconds !== undefined) meta.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
+  if (oldMeta.generateName !== undefined && meta.generateName === undefined) meta.generateName = oldMeta.generateName;
+  obj.metadata = meta;
+}
+
+function withoutVolatile(obj: ApiObject): string {
+  const { metadata, ...rest } = obj;
+  const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadata ?? {};
+  return JSON.stringify({ ...rest, metadata: meta });
+}
+
+export interface UpdateOutcome {
+  result: StoredResult;
+  created: boolean;
+}
+
+/**
+ * Replaces an object. With `metadata.resourceVersion` the write is
+ * compare-and-swap (a stale one is 409); without it the latest state is
+ * replaced, retried if it changes underneath.
+ */
+export async function updateObject(ctx: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ApiObject): Promise<UpdateOutcome> {
+  const { def } = ctx;
+  const key = keyOf(def, ctx.namespace, name);
+  const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  for (let attempt = 0; ; attempt++) {
+    let current: StoredResult | undefined;
+    try {
+      current = await ctx.deps.storage.get(key, {}, callOpts);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+    const candidate = transform ? transform(current?.object ?? {}) : input;
+    checkTypeMeta(def, candidate);
+    if (candidate.metadata?.name !== undefined && candidate.metadata.name !== name) {
+      throw ApiError.badRequest(`the name of the object (${candidate.metadata.name}) does not match the name on the URL (${name})`);
+    }
+    if (def.namespaced && candidate.metadata?.namespace && candidate.metadata.namespace !== ctx.namespace) {
+      throw ApiError.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    if (!current) {
+      if (!def.allowCreateOnUpdate) throw ApiError.notFound(gr(def), name);
+      const created = await createObject(ctx, { ...candidate, metadata: { ...(candidate.metadata ?? {}), name, resourceVersion: undefined } as ApiObject['metadata'] });
+      return { result: created, created: true };
+    }
+    const obj = decodeAgainstSchema(ctx, candidate);
+    obj.apiVersion = groupVersion(def);
+    obj.kind = def.kind;
+    const requestedRv = obj.metadata?.resourceVersion;
+    if (!requestedRv && !def.allowUnconditionalUpdate && !transform) {
+      throw ApiError.invalid({ group: def.group, kind: def.kind }, name, [
+        { reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' },
+      ]);
+    }
+    if (requestedRv && !/^[0-9]+$/.test(requestedRv)) throw ApiError.badRequest(`invalid resourceVersion ${JSON.stringify(requestedRv)}`);
+    if (obj.metadata?.uid && obj.metadata.uid !== current.object.metadata?.uid) {
+      throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
+    }
+    if (requestedRv && Number(requestedRv) !== current.revision) {
+      throw ApiError.conflict(gr(def), name, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+    const expected = current.revision;
+    carryImmutableMeta(obj, current.object);
+    obj.metadata = { ...(obj.metadata ?? {}), name, ...(def.namespaced ? { namespace: ctx.namespace } : {}) };
+    def.strategy.prepareForUpdate?.(obj, current.object);
+    def.strategy.applyDefaults?.(obj);
+    throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? []), ...(def.strategy.validateUpdate?.(obj, current.object) ?? [])]);
+    const admitted = (await admit(ctx, 'UPDATE', name, obj, current.object)) as ApiObject;
+    // An update that changes nothing is not written: same resourceVersion, no event.
+    if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
+    try {
+      const result = await ctx.deps.storage.update(key, admitted, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
+      // Removing the last finalizer of a terminating object removes the object.
+      if (result.object.metadata?.deletionTimestamp && (result.object.metadata.finalizers ?? []).length === 0 && !ctx.dryRun) {
+        const removed = await ctx.deps.storage.delete(key, { revision: result.revision }, callOpts);
+        return { result: removed, created: false };
+      }
+      return { result, created: false };
+    } catch (err) {
+      // Lost a race without a client precondition: read again and retry.
+      if (!requestedRv && err instanceof ApiError && err.reason === 'Conflict' && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
+export interface DeleteOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: string;
+  gracePeriodSeconds?: number;
+}
+
+export interface DeleteOutcome {
+  /** The object as deleted, or as marked for deletion when finalizers remain. */
+  object: ApiObject;
+  /** False when finalizers keep the object (it is now terminating). */
+  removed: boolean;
+}
+
+/**
+ * Deletes an object: with finalizers it is only marked (deletionTimestamp)
+ * and removed when the last finalizer goes (SPEC section 3).
+ */
+export async function deleteObject(ctx: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
+  const { def } = ctx;
+  const key = keyOf(def, ctx.namespace, name);
+  const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const current = await ctx.deps.storage.get(key, {}, callOpts);
+  const pre = options.preconditions ?? {};
+  if (pre.uid && pre.uid !== current.object.metadata?.uid) {
+    throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
+  }
+  if (pre.resourceVersion && pre.resourceVersion !== current.object.metadata?.resourceVersion) {
+    throw ApiError.conflict(
+      gr(def),
+      name,
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.object.metadata?.resourceVersion ?? ''}`,
+    );
+  }
+  await admit(ctx, 'DELETE', name, undefined, current.object);
+  const finalizers = current.object.metadata?.finalizers ?? [];
+  if (finalizers.length > 0) {
+    if (current.object.metadata?.deletionTimestamp) return { object: current.object, removed: false };
+    const marked: ApiObject = {
+      ...current.object,
+      metadata: { ...(current.object.metadata ?? {}), deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 },
+    };
+    const res = await ctx.deps.storage.update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
+    return { object: res.object, removed: false };
+  }
+  const res = await ctx.deps.storage.delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOpts, dryRun: ctx.dryRun });
+  return { object: res.object, removed: true };
+}

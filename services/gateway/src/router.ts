@@ -1,0 +1,112 @@
+import type { Request, Response } from 'express';
+import { ApiError } from '@svc/apimachinery';
+import type { GatewayDeps } from './backends';
+import { requestInfoFrom } from './context';
+import type { Handler } from './filters/chain';
+import { handleCreate } from './handlers/create';
+import { handleDelete, handleDeleteCollection } from './handlers/delete';
+import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './handlers/discovery';
+import { handleGet } from './handlers/get';
+import { handleHealth } from './handlers/health';
+import { handleList } from './handlers/list';
+import { handlePatch } from './handlers/patch';
+import { handleUpdate } from './handlers/update';
+import { handleWatch } from './handlers/watch';
+import type { ResourceHandler } from './handlers/common';
+import { writeBody } from './responses';
+
+/**
+ * Dispatch after the filters: resource requests by verb to one handler file
+ * each, non-resource requests (discovery, OpenAPI, version, health) by path.
+ */
+const NOT_FOUND = (): ApiError => new ApiError(404, 'NotFound', 'the server could not find the requested resource', {});
+
+const VERB_HANDLERS: Record<string, ResourceHandler> = {
+  get: handleGet,
+  list: handleList,
+  watch: handleWatch,
+  create: handleCreate,
+  update: handleUpdate,
+  patch: handlePatch,
+  delete: handleDelete,
+  deletecollection: handleDeleteCollection,
+};
+
+export const SERVER_VERSION = {
+  major: '1',
+  minor: '32',
+  gitVersion: 'v1.32.0-svc',
+  gitCommit: '',
+  gitTreeState: 'clean',
+  buildDate: '2026-01-01T00:00:00Z',
+  goVersion: '',
+  compiler: 'node',
+  platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+};
+
+const JSON_OUT = { kind: 'json', mediaType: 'application/json' } as const;
+
+export const HEALTH_ENDPOINTS = ['livez', 'readyz', 'healthz'];
+
+export function healthRoute(deps: GatewayDeps): Handler {
+  return async (req: Request, res: Response) => {
+    const [endpoint, check] = req.path.split('/').filter(Boolean) as [string, string | undefined];
+    const checks = endpoint === 'livez' ? { ping: async () => undefined } : { ping: async () => undefined, ...deps.readiness };
+    await handleHealth(req, res, endpoint, checks, check);
+  };
+}
+
+export function buildRouter(deps: GatewayDeps): Handler {
+  const health = healthRoute(deps);
+  return async (req, res) => {
+    const info = requestInfoFrom(req);
+    if (!info.isResourceRequest) {
+      await routeNonResource(req, res, deps, health);
+      return;
+    }
+    const def = deps.registry.lookup(info.apiGroup, info.apiVersion, info.resource);
+    if (!def) throw NOT_FOUND();
+    if (info.subresource && !def.subresources.some((s) => s.name === info.subresource)) throw NOT_FOUND();
+    const clusterWideOk = info.verb === 'list' || info.verb === 'watch' || info.verb === 'deletecollection';
+    if (def.namespaced && !info.namespace && !clusterWideOk) throw NOT_FOUND();
+    if (def.namespaced && !info.namespace && info.verb === 'deletecollection') throw NOT_FOUND();
+    if (!def.namespaced && info.namespace) throw NOT_FOUND();
+    const handler = VERB_HANDLERS[info.verb];
+    const allowedVerbs = info.subresource ? (def.subresources.find((s) => s.name === info.subresource)?.verbs ?? []) : def.verbs;
+    if (!handler || !(allowedVerbs as string[]).includes(info.verb)) {
+      throw ApiError.methodNotAllowed(`the server does not allow this method on the requested resource`);
+    }
+    await handler(req, res, { deps, def, info });
+  };
+}
+
+async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, health: Handler): Promise<void> {
+  const parts = req.path.split('/').filter(Boolean);
+  const [first, second, third, fourth] = parts;
+  if (first && HEALTH_ENDPOINTS.includes(first) && parts.length <= 2) return health(req, res);
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw ApiError.methodNotAllowed(`${req.method} is not allowed on ${req.path}`);
+  const reg = deps.registry;
+  if (first === 'version' && parts.length === 1) return writeBody(req, res, 200, SERVER_VERSION, JSON_OUT);
+  if (first === 'api') {
+    if (parts.length === 1) return writeBody(req, res, 200, apiVersions(`${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? 0}`), JSON_OUT);
+    if (parts.length === 2 && second === 'v1') return writeBody(req, res, 200, apiResourceList(reg, '', 'v1'), JSON_OUT);
+  }
+  if (first === 'apis') {
+    if (parts.length === 1) return writeBody(req, res, 200, apiGroupList(reg), JSON_OUT);
+    if (parts.length === 2 && second && reg.hasGroup(second)) return writeBody(req, res, 200, apiGroupDocument(reg, second), JSON_OUT);
+    if (parts.length === 3 && second && third && reg.hasGroupVersion(second, third)) return writeBody(req, res, 200, apiResourceList(reg, second, third), JSON_OUT);
+  }
+  if (first === 'openapi') {
+    const docs = deps.documents;
+    if (second === 'v2' && parts.length === 2 && docs.openApiV2) return writeBody(req, res, 200, docs.openApiV2(reg), JSON_OUT);
+    if (second === 'v3' && parts.length === 2 && docs.openApiV3Index) return writeBody(req, res, 200, docs.openApiV3Index(reg), JSON_OUT);
+    if (second === 'v3' && docs.openApiV3GroupVersion) {
+      if (third === 'api' && fourth === 'v1' && parts.length === 4) return writeBody(req, res, 200, docs.openApiV3GroupVersion(reg, '', 'v1'), JSON_OUT);
+      const [, , , group, version] = parts;
+      if (third === 'apis' && group && version && parts.length === 5 && reg.hasGroupVersion(group, version)) {
+        return writeBody(req, res, 200, docs.openApiV3GroupVersion(reg, group, version), JSON_OUT);
+      }
+    }
+  }
+  throw NOT_FOUND();
+}

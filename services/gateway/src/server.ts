@@ -1,0 +1,178 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { ApiError, rfc3339, type ResourceRegistry } from '@svc/apimachinery';
+import { AdmissionClient } from '@svc/admission';
+import { AuthnClient } from '@svc/authn';
+import { AuthzClient } from '@svc/authz';
+import { createLogger, type Logger } from '@svc/service-kit';
+import { StorageClient } from '@svc/storage';
+import { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout';
+import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
+import { buildHandlerChain } from './handler-chain';
+import type { ProtobufCodec } from './negotiation';
+import { WatchHub } from './watch/watch-hub';
+import { randomUUID } from 'node:crypto';
+
+export interface GatewayConfig {
+  /** HTTPS listen address, host:port (port 0 picks a free one). */
+  listen: string;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  /** CA bundle for client certificates; without it no certificate is requested. */
+  clientCaFile?: string;
+  storageAddress: string;
+  authnAddress: string;
+  authzAddress: string;
+  admissionAddress: string;
+  watchFanoutAddress: string;
+  natsUrl: string;
+  registry: ResourceRegistry;
+  documents?: GatewayDocuments;
+  protobuf?: ProtobufCodec;
+  limits?: Partial<GatewayLimits>;
+  alwaysAllowPaths?: string[];
+  logger?: Logger;
+}
+
+export interface GatewayHandle {
+  port: number;
+  url: string;
+  hub: WatchHub;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_LIMITS: GatewayLimits = { maxBodyBytes: 3 * 1024 * 1024, backendTimeoutMs: 30000, maxWatchSeconds: 1800 };
+
+/** Namespaces that exist from the start. */
+export const SYSTEM_NAMESPACES = ['default', 'svc-system', 'svc-public', 'svc-node-lease'];
+
+/** Tolerates "reachable but refused": any Status below 500 proves the backend answers. */
+async function reachable(call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch (err) {
+    if (err instanceof ApiError && err.code < 500) return;
+    throw err;
+  }
+}
+
+async function ensureSystemNamespaces(storage: StorageClient, log: Logger): Promise<void> {
+  for (const name of SYSTEM_NAMESPACES) {
+    const ns = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, uid: randomUUID(), creationTimestamp: rfc3339(new Date()), labels: { 'svc.io/metadata.name': name } },
+      spec: { finalizers: ['svc'] },
+      status: { phase: 'Active' },
+    };
+    for (;;) {
+      try {
+        await storage.create({ group: '', resource: 'namespaces', namespace: '', name }, ns, { timeoutMs: 5000 });
+        break;
+      } catch (err) {
+        if (err instanceof ApiError && err.reason === 'AlreadyExists') break;
+        log.warn('waiting for storage to create system namespaces', { err: (err as Error).message });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+}
+
+/** Starts the gateway: the HTTPS front of the system. */
+export async function start(config: GatewayConfig): Promise<GatewayHandle> {
+  const log = config.logger ?? createLogger('gateway');
+  const storage = new StorageClient(config.storageAddress);
+  const authn = new AuthnClient(config.authnAddress);
+  const authz = new AuthzClient(config.authzAddress);
+  const admission = new AdmissionClient(config.admissionAddress);
+  const fanout = new WatchFanoutClient(config.watchFanoutAddress);
+  const hub = new WatchHub(fanout, log);
+  const subscriber = await ChangeSubscriber.connect(config.natsUrl, log);
+  const attached = hub.attach(subscriber);
+  const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
+
+  const deps: GatewayDeps = {
+    registry: config.registry,
+    storage,
+    authn,
+    authz,
+    admission,
+    fanout,
+    hub,
+    protobuf: config.protobuf,
+    log,
+    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    alwaysAllowPaths: config.alwaysAllowPaths ?? ['/healthz', '/livez', '/readyz'],
+    documents: config.documents ?? {},
+    readiness: {
+      etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
+      authn: () => reachable(() => authn.authenticate({ clientCertificateChain: [], headers: {}, method: 'GET', path: '/readyz', remoteAddress: '' }, { timeoutMs: 3000 })),
+      authz: () =>
+        reachable(() =>
+          authz.authorize(
+            { user: anonymousUser, resourceRequest: false, verb: 'get', path: '/readyz', apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '' },
+            { timeoutMs: 3000 },
+          ),
+        ),
+      admission: () =>
+        reachable(() =>
+          admission.admit(
+            { phase: 'validating', operation: 'CONNECT', kind: { group: '', version: 'v1', kind: '' }, resource: { group: '', version: 'v1', resource: '' }, subresource: '', namespace: '', name: '', userInfo: anonymousUser, dryRun: true },
+            { timeoutMs: 3000 },
+          ),
+        ),
+      'watch-fanout': async () => void (await fanout.head({ timeoutMs: 3000 })),
+      nats: () => subscriber.ping(),
+      'watch-hub': async () => {
+        if (!hub.isReady) throw new Error('not following the change bus yet');
+      },
+    },
+  };
+
+  const chain = buildHandlerChain(deps);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'extended');
+  app.use((req, res) => {
+    void chain(req, res);
+  });
+
+  const tlsOptions: https.ServerOptions = {
+    cert: fs.readFileSync(config.tlsCertFile),
+    key: fs.readFileSync(config.tlsKeyFile),
+  };
+  if (config.clientCaFile) {
+    tlsOptions.ca = fs.readFileSync(config.clientCaFile);
+    tlsOptions.requestCert = true;
+    tlsOptions.rejectUnauthorized = false;
+  }
+  const server = https.createServer(tlsOptions, app);
+  server.keepAliveTimeout = 65000;
+  server.headersTimeout = 70000;
+  const sep = config.listen.lastIndexOf(':');
+  const host = config.listen.slice(0, sep);
+  const port = Number(config.listen.slice(sep + 1));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  void ensureSystemNamespaces(storage, log);
+  void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
+  log.info('gateway listening', { url: `https://${host}:${bound}` });
+
+  return {
+    port: bound,
+    url: `https://${host}:${bound}`,
+    hub,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await subscriber.close();
+      for (const c of [storage, authn, authz, admission, fanout]) c.close();
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import { ApiError } from '@svc/apimachinery';
+import { watch } from '@svc/proto';
+import type { Logger } from '@svc/service-kit';
+import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout';
+
+/**
+ * The gateway's end of the change bus. One subscription per process; events
+ * are checked for continuity through `prev_revision` and a gap is filled from
+ * watch-fanout's history before anything after it is dispatched, so every
+ * watcher sees a gap-free, ordered stream or is closed (never a silent gap).
+ */
+export interface HubWatcher {
+  /** Key prefix this watcher wants. */
+  prefix: string;
+  /** Called in revision order with every matching change. */
+  deliver(event: watch.ChangeEvent): void;
+  /** The hub can no longer guarantee continuity: end the watch (the client re-lists). */
+  expire(reason: ApiError): void;
+}
+
+const PROGRESS = watch.EventType.EVENT_TYPE_PROGRESS;
+
+export class WatchHub {
+  private head = 0;
+  private ready = false;
+  private readonly watchers = new Set<HubWatcher>();
+  private readonly pending: watch.ChangeEvent[] = [];
+  private pumping = false;
+
+  constructor(
+    private readonly fanout: WatchFanoutClient,
+    private readonly log: Logger,
+    private readonly catchUpTimeoutMs = 15000,
+  ) {}
+
+  /** Starts following the bus; the position comes from watch-fanout's head. */
+  async attach(subscriber: ChangeSubscriber): Promise<void> {
+    subscriber.listen((e) => {
+      this.pending.push(e);
+      void this.pump();
+    });
+    for (;;) {
+      try {
+        this.head = (await this.fanout.head({ timeoutMs: 5000 })).revision;
+        break;
+      } catch (err) {
+        this.log.warn('watch-fanout not reachable yet', { err: (err as Error).message });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    this.ready = true;
+    void this.pump();
+  }
+
+  /** Revision up to which every change has been dispatched. */
+  get revision(): number {
+    return this.head;
+  }
+
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  get watcherCount(): number {
+    return this.watchers.size;
+  }
+
+  /** Registers a watcher; returns the revision it is current from and a detach function. */
+  register(w: HubWatcher): { from: number; detach: () => void } {
+    this.watchers.add(w);
+    return { from: this.head, detach: () => this.watchers.delete(w) };
+  }
+
+  /** History from watch-fanout: events after `after` up to `until` under `prefix`. */
+  async catchUp(after: number, until: number, prefix: string): Promise<{ events: watch.ChangeEvent[]; upTo: number }> {
+    const events: watch.ChangeEvent[] = [];
+    let upTo = after;
+    for await (const e of this.fanout.catchUp(after, until, prefix, { timeoutMs: this.catchUpTimeoutMs })) {
+      if (e.type === PROGRESS) upTo = Math.max(upTo, e.revision);
+      else events.push(e);
+    }
+    return { events, upTo };
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping || !this.ready) return;
+    this.pumping = true;
+    try {
+      while (this.pending.length > 0) {
+        const e = this.pending.shift() as watch.ChangeEvent;
+        await this.accept(e);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async accept(e: watch.ChangeEvent): Promise<void> {
+    if (e.revision <= this.head) return; // already dispatched (e.g. through a catch-up)
+    if (e.type === PROGRESS && e.prevRevision === 0) {
+      // The publisher started a new history: continuity is lost for everyone.
+      this.expireAll(ApiError.expired(`the change history was restarted at revision ${e.revision}`));
+      this.head = e.revision;
+      return;
+    }
+    if (e.prevRevision !== this.head) {
+      try {
+        const { events } = await this.catchUp(this.head, e.prevRevision, '');
+        for (const missed of events) this.dispatch(missed);
+        this.head = Math.max(this.head, e.prevRevision);
+      } catch (err) {
+        this.log.warn('could not fill a gap in the change stream', { from: this.head, to: e.prevRevision, err: (err as Error).message });
+        this.expireAll(ApiError.expired(`changes between revisions ${this.head} and ${e.prevRevision} are no longer available`));
+        this.head = e.prevRevision;
+      }
+    }
+    if (e.type !== PROGRESS) {
+      let full = e;
+      if (e.truncated) {
+        try {
+          full = (await this.catchUp(e.prevRevision, e.revision, e.key)).events.find((x) => x.revision === e.revision) ?? e;
+        } catch (err) {
+          this.log.warn('could not fetch a large change', { revision: e.revision, err: (err as Error).message });
+        }
+      }
+      this.dispatch(full);
+    }
+    this.head = e.revision;
+  }
+
+  private dispatch(e: watch.ChangeEvent): void {
+    for (const w of this.watchers) if (e.key.startsWith(w.prefix)) w.deliver(e);
+  }
+
+  private expireAll(reason: ApiError): void {
+    for (const w of [...this.watchers]) w.expire(reason);
+    this.watchers.clear();
+  }
+}
