@@ -1,0 +1,157 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
+import { ensurePki, kubeconfig, type Pki } from './pki';
+import { freePort, waitForPort } from './ports';
+import { spawnManaged, tailLog, type ManagedProcess } from './process';
+
+/**
+ * The whole system as real processes: etcd, NATS with JetStream, and every
+ * service on loopback, ready when the gateway's /readyz answers 200. Tests
+ * call `startEnvironment()`; `make up` runs the same with fixed ports and a
+ * persistent data directory.
+ */
+export interface EnvironmentOptions {
+  /** Where data, certificates, logs and the kubeconfig go; a fresh temp dir when unset. */
+  dir?: string;
+  gatewayPort?: number;
+  etcdPort?: number;
+  natsPort?: number;
+  /** First of six consecutive gRPC ports for the services; free ports when unset. */
+  grpcBasePort?: number;
+  /** Replicas of watch-fanout (they elect one publisher). */
+  watchFanoutReplicas?: number;
+  authorizationMode?: string;
+  tokenAuthFile?: string;
+  anonymousAuth?: boolean;
+  /** Also copy service logs here. */
+  logStream?: NodeJS.WritableStream;
+  readyTimeoutMs?: number;
+}
+
+export interface Environment {
+  dir: string;
+  url: string;
+  kubeconfigPath: string;
+  pki: Pki;
+  etcd: EtcdInstance;
+  nats: NatsInstance;
+  processes: ManagedProcess[];
+  addresses: Record<string, string>;
+  /** Stops everything started, newest first. Data stays in `dir` unless `removeData`. */
+  stop(removeData?: boolean): Promise<void>;
+}
+
+function serviceMain(service: string): string {
+  return path.join(path.dirname(require.resolve(`@svc/${service}/package.json`)), 'dist', 'main.js');
+}
+
+function getReady(url: string, ca: Buffer): Promise<number> {
+  return new Promise((resolve) => {
+    const req = https.get(`${url}/readyz`, { ca, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+export async function startEnvironment(options: EnvironmentOptions = {}): Promise<Environment> {
+  const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-env-'));
+  const logDir = path.join(dir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const pki = ensurePki(path.join(dir, 'pki'));
+  const processes: ManagedProcess[] = [];
+  let etcd: EtcdInstance | undefined;
+  let nats: NatsInstance | undefined;
+  const stopAll = async (): Promise<void> => {
+    for (const p of [...processes].reverse()) await p.stop();
+    if (nats) await nats.process.stop();
+    if (etcd) await etcd.process.stop();
+  };
+  try {
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir, ...(options.etcdPort ? { clientPort: options.etcdPort } : {}) });
+    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, ...(options.natsPort ? { port: options.natsPort } : {}) });
+    const port = async (offset: number): Promise<number> => (options.grpcBasePort ? options.grpcBasePort + offset : freePort());
+    const addresses: Record<string, string> = {};
+    for (const [i, name] of ['storage', 'authn', 'authz', 'admission'].entries()) addresses[name] = `127.0.0.1:${await port(i)}`;
+    const replicas = options.watchFanoutReplicas ?? 1;
+    const fanoutAddresses: string[] = [];
+    for (let i = 0; i < replicas; i++) fanoutAddresses.push(`127.0.0.1:${await port(4 + i)}`);
+    addresses['watch-fanout'] = fanoutAddresses[0] as string;
+    const gatewayPort = options.gatewayPort || (await freePort());
+    const url = `https://127.0.0.1:${gatewayPort}`;
+
+    const launch = async (name: string, service: string, args: string[], listen: string): Promise<void> => {
+      const proc = spawnManaged({
+        name,
+        command: process.execPath,
+        args: ['--enable-source-maps', serviceMain(service), ...args],
+        logFile: path.join(logDir, `${name}.log`),
+        ...(options.logStream ? { tee: options.logStream } : {}),
+      });
+      processes.push(proc);
+      const [host, p] = [listen.slice(0, listen.lastIndexOf(':')), Number(listen.slice(listen.lastIndexOf(':') + 1))];
+      try {
+        await waitForPort(host, p, 20000, proc.alive);
+      } catch (err) {
+        throw new Error(`${name} did not start: ${(err as Error).message}\n${tailLog(proc.logFile)}`);
+      }
+    };
+    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, `--etcd-servers=${etcd.endpoint}`], addresses['storage'] as string);
+    const authnArgs = [`--listen=${addresses['authn']}`, `--client-ca-file=${pki.caCert}`, `--anonymous-auth=${String(options.anonymousAuth ?? true)}`];
+    if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
+    await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
+    await launch('authz', 'authz', [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`], addresses['authz'] as string);
+    await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
+    for (const [i, addr] of fanoutAddresses.entries()) {
+      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, `--etcd-servers=${etcd.endpoint}`, `--nats-url=${nats.url}`, `--id=watch-fanout-${i}`], addr);
+    }
+    await launch(
+      'gateway',
+      'gateway',
+      [
+        `--listen=127.0.0.1:${gatewayPort}`,
+        `--tls-cert-file=${pki.servingCert}`,
+        `--tls-private-key-file=${pki.servingKey}`,
+        `--client-ca-file=${pki.caCert}`,
+        `--storage-address=${addresses['storage']}`,
+        `--authn-address=${addresses['authn']}`,
+        `--authz-address=${addresses['authz']}`,
+        `--admission-address=${addresses['admission']}`,
+        `--watch-fanout-address=${fanoutAddresses.join(',')}`,
+        `--nats-url=${nats.url}`,
+      ],
+      `127.0.0.1:${gatewayPort}`,
+    );
+    const ca = fs.readFileSync(pki.caCert);
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 30000);
+    while ((await getReady(url, ca)) !== 200) {
+      if (Date.now() > deadline) throw new Error(`the gateway did not become ready\n${tailLog(path.join(logDir, 'gateway.log'))}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
+    fs.writeFileSync(kubeconfigPath, kubeconfig(url, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
+    const started = { etcd, nats };
+    return {
+      dir,
+      url,
+      kubeconfigPath,
+      pki,
+      etcd: started.etcd,
+      nats: started.nats,
+      processes,
+      addresses,
+      async stop(removeData = false) {
+        await stopAll();
+        if (removeData) fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,91 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * A certificate authority, a serving certificate for the gateway and an
+ * admin client certificate (CN svc-admin, O system:masters), made with the
+ * openssl command line. Existing files are kept, so a restarted environment
+ * keeps its identity.
+ */
+export interface Pki {
+  dir: string;
+  caCert: string;
+  caKey: string;
+  servingCert: string;
+  servingKey: string;
+  adminCert: string;
+  adminKey: string;
+}
+
+function openssl(args: string[], cwd: string): void {
+  execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function issue(dir: string, name: string, subject: string, ext: string): void {
+  const key = `${name}.key`;
+  openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', key], dir);
+  openssl(['req', '-new', '-key', key, '-subj', subject, '-out', `${name}.csr`], dir);
+  fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3650', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.crt`], dir);
+  fs.rmSync(path.join(dir, `${name}.csr`));
+}
+
+export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.1']): Pki {
+  fs.mkdirSync(dir, { recursive: true });
+  const pki: Pki = {
+    dir,
+    caCert: path.join(dir, 'ca.crt'),
+    caKey: path.join(dir, 'ca.key'),
+    servingCert: path.join(dir, 'serving.crt'),
+    servingKey: path.join(dir, 'serving.key'),
+    adminCert: path.join(dir, 'admin.crt'),
+    adminKey: path.join(dir, 'admin.key'),
+  };
+  if (!fs.existsSync(pki.caCert)) {
+    openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'ca.key'], dir);
+    openssl(['req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=svc-ca', '-days', '3650', '-sha256', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-out', 'ca.crt'], dir);
+  }
+  if (!fs.existsSync(pki.servingCert)) {
+    const san = hosts.map((h) => (/^[0-9.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
+    issue(dir, 'serving', '/CN=svc-gateway', `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`);
+  }
+  if (!fs.existsSync(pki.adminCert)) {
+    issue(dir, 'admin', '/O=system:masters/CN=svc-admin', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  }
+  return pki;
+}
+
+/** A client certificate for any user and groups, signed by the environment's CA. */
+export function issueClientCertificate(pki: Pki, name: string, user: string, groups: string[]): { cert: string; key: string } {
+  const subject = [...groups.map((g) => `/O=${g}`), `/CN=${user}`].join('');
+  issue(pki.dir, name, subject, 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  return { cert: path.join(pki.dir, `${name}.crt`), key: path.join(pki.dir, `${name}.key`) };
+}
+
+/** A kubeconfig with everything embedded, usable by kubectl and the client libraries. */
+export function kubeconfig(server: string, caCert: string, clientCert: string, clientKey: string, user = 'svc-admin'): string {
+  const b64 = (file: string): string => fs.readFileSync(file).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: svc',
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority-data: ${b64(caCert)}`,
+    'users:',
+    `- name: ${user}`,
+    '  user:',
+    `    client-certificate-data: ${b64(clientCert)}`,
+    `    client-key-data: ${b64(clientKey)}`,
+    'contexts:',
+    '- name: svc',
+    '  context:',
+    '    cluster: svc',
+    `    user: ${user}`,
+    '    namespace: default',
+    'current-context: svc',
+    '',
+  ].join('\n');
+}

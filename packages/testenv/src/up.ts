@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { startEnvironment } from './environment';
+
+/**
+ * `make up`: the whole system in the foreground with fixed ports and data
+ * under .svc/ (kept between runs). Ctrl-C or SIGTERM stops everything it
+ * started. Ports and paths come from SVC_* environment variables.
+ */
+async function main(): Promise<void> {
+  const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
+  const dir = path.resolve(env('SVC_DATA_DIR', '.svc'));
+  fs.mkdirSync(dir, { recursive: true });
+  const started = await startEnvironment({
+    dir,
+    gatewayPort: Number(env('SVC_GATEWAY_PORT', '6443')),
+    etcdPort: Number(env('SVC_ETCD_PORT', '2379')),
+    natsPort: Number(env('SVC_NATS_PORT', '4222')),
+    grpcBasePort: Number(env('SVC_GRPC_BASE_PORT', '7101')),
+    watchFanoutReplicas: Number(env('SVC_WATCH_FANOUT_REPLICAS', '2')),
+    authorizationMode: env('SVC_AUTHORIZATION_MODE', 'AlwaysDeny'),
+    ...(process.env['SVC_TOKEN_AUTH_FILE'] ? { tokenAuthFile: process.env['SVC_TOKEN_AUTH_FILE'] } : {}),
+    ...(process.env['SVC_QUIET'] ? {} : { logStream: process.stderr }),
+  });
+  process.stdout.write(
+    [
+      '',
+      `gateway     ${started.url}`,
+      `kubeconfig  ${started.kubeconfigPath}`,
+      `etcd        ${started.etcd.endpoint}`,
+      `nats        ${started.nats.url}`,
+      ...Object.entries(started.addresses).map(([k, v]) => `${k.padEnd(11)} ${v}`),
+      `logs        ${path.join(dir, 'logs')}`,
+      '',
+      `try: kubectl --kubeconfig ${path.relative(process.cwd(), started.kubeconfigPath)} get namespaces`,
+      'Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write('stopping...\n');
+    started.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`svc-up: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+import { runMain } from '@svc/service-kit';
+import { coreRegistry } from './core-kinds';
+import { GATEWAY_FLAGS } from './flags';
+import { start } from './server';
+
+runMain('gateway', GATEWAY_FLAGS, (flags) => {
+  const config: Parameters<typeof start>[0] = {
+    listen: flags.get('listen'),
+    tlsCertFile: flags.get('tls-cert-file'),
+    tlsKeyFile: flags.get('tls-private-key-file'),
+    storageAddress: flags.get('storage-address'),
+    authnAddress: flags.get('authn-address'),
+    authzAddress: flags.get('authz-address'),
+    admissionAddress: flags.get('admission-address'),
+    watchFanoutAddress: flags.get('watch-fanout-address').split(',')[0] as string,
+    natsUrl: flags.get('nats-url'),
+    registry: coreRegistry(),
+    limits: { maxBodyBytes: flags.getInt('max-request-bytes') },
+    alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
+  };
+  if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
+  return start(config);
+});
