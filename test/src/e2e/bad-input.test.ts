@@ -1,0 +1,126 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import { startEnvironment, type Environment } from '@svc/testenv';
+import { adminRequest } from './http';
+
+/**
+ * Bad input gets the right Status (code, reason, a message naming the
+ * problem), never a 500 or a hang, and nothing stored changes.
+ */
+describe('bad input', () => {
+  let env: Environment;
+  const base = '/api/v1/namespaces/default/configmaps';
+  const good = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'keep' }, data: { k: 'v' } };
+  let before: string;
+
+  const expectStatus = (res: { status: number; json(): Record<string, unknown> }, code: number, reason: string, message: RegExp) => {
+    expect(res.status).toBe(code);
+    const status = res.json();
+    expect(status).toMatchObject({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason });
+    expect(String(status['message'])).toMatch(message);
+  };
+
+  beforeAll(async () => {
+    env = await startEnvironment();
+    expect((await adminRequest(env, 'POST', base, JSON.stringify(good))).status).toBe(201);
+    before = (await adminRequest(env, 'GET', `${base}/keep`)).body;
+  });
+
+  afterAll(async () => {
+    // Nothing stored changed through all of the above.
+    if (env) expect((await adminRequest(env, 'GET', `${base}/keep`)).body).toBe(before);
+    await env?.stop(true);
+  });
+
+  test('malformed JSON is 400 BadRequest', async () => {
+    expectStatus(await adminRequest(env, 'POST', base, '{"apiVersion": "v1", "kind": '), 400, 'BadRequest', /json parse error/);
+  });
+
+  test('a body of the wrong kind is 400 naming both kinds', async () => {
+    expectStatus(await adminRequest(env, 'POST', base, JSON.stringify({ ...good, kind: 'Secret' })), 400, 'BadRequest', /kind in the data \(Secret\) does not match the expected kind \(ConfigMap\)/);
+  });
+
+  test('a wrong apiVersion in the body is 400', async () => {
+    expectStatus(await adminRequest(env, 'POST', base, JSON.stringify({ ...good, apiVersion: 'v2' })), 400, 'BadRequest', /API version in the data \(v2\)/);
+  });
+
+  test('a missing name is 422 Invalid naming metadata.name', async () => {
+    const res = await adminRequest(env, 'POST', base, JSON.stringify({ ...good, metadata: {} }));
+    expectStatus(res, 422, 'Invalid', /metadata\.name: Required value/);
+    expect((res.json()['details'] as { causes: Array<{ field: string }> }).causes[0]?.field).toBe('metadata.name');
+  });
+
+  test.each([['a/b'], ['..'], ['UPPER']])('the name %j is 422 Invalid', async (name) => {
+    expectStatus(await adminRequest(env, 'POST', base, JSON.stringify({ ...good, metadata: { name } })), 422, 'Invalid', /metadata\.name: Invalid value/);
+  });
+
+  test('a value of the wrong type is 400 naming the field', async () => {
+    expectStatus(await adminRequest(env, 'POST', base, JSON.stringify({ ...good, metadata: { name: 'typed' }, data: { k: 1 } })), 400, 'BadRequest', /data\[k\]/);
+  });
+
+  test('unknown fields: Strict rejects naming them, Warn accepts with a Warning header', async () => {
+    const body = JSON.stringify({ ...good, metadata: { name: 'unknown-fields' }, bogus: 1 });
+    expectStatus(await adminRequest(env, 'POST', `${base}?fieldValidation=Strict`, body), 400, 'BadRequest', /unknown field "bogus"/);
+    const warned = await adminRequest(env, 'POST', base, body);
+    expect(warned.status).toBe(201);
+    expect(String(warned.headers['warning'])).toContain('unknown field \\"bogus\\"');
+    expect(warned.json()['bogus']).toBeUndefined();
+  });
+
+  test('an unknown resource, group or version is 404', async () => {
+    expectStatus(await adminRequest(env, 'GET', '/api/v1/namespaces/default/widgets'), 404, 'NotFound', /could not find the requested resource/);
+    expectStatus(await adminRequest(env, 'GET', '/apis/nope.svc.io/v1/things'), 404, 'NotFound', /could not find/);
+    expectStatus(await adminRequest(env, 'GET', '/api/v2/namespaces/default/configmaps'), 404, 'NotFound', /could not find/);
+  });
+
+  test('a body over 3 MiB is 413', async () => {
+    const huge = JSON.stringify({ ...good, metadata: { name: 'huge' }, data: { k: 'x'.repeat(3 * 1024 * 1024 + 10) } });
+    expectStatus(await adminRequest(env, 'POST', base, huge), 413, 'RequestEntityTooLarge', /larger than the limit/);
+  });
+
+  test('an unsupported body media type is 415 and an unsupported Accept is 406', async () => {
+    expectStatus(await adminRequest(env, 'POST', base, 'x', { 'content-type': 'text/plain' }), 415, 'UnsupportedMediaType', /unknown format/);
+    expectStatus(await adminRequest(env, 'GET', `${base}/keep`, undefined, { accept: 'image/png' }), 406, 'NotAcceptable', /media types/);
+  });
+
+  test('list parameter rules of the resourceVersion table are 400', async () => {
+    expectStatus(await adminRequest(env, 'GET', `${base}?resourceVersionMatch=Exact`), 400, 'BadRequest', /resourceVersionMatch/);
+    expectStatus(await adminRequest(env, 'GET', `${base}?resourceVersion=abc`), 400, 'BadRequest', /invalid resource version/);
+    expectStatus(await adminRequest(env, 'GET', `${base}?limit=1&continue=x&resourceVersion=5`), 400, 'BadRequest', /continue/);
+  });
+
+  test('an invalid dryRun value is 400; dryRun=All stores nothing', async () => {
+    expectStatus(await adminRequest(env, 'POST', `${base}?dryRun=Some`, JSON.stringify({ ...good, metadata: { name: 'dry' } })), 400, 'BadRequest', /dryRun/);
+    expect((await adminRequest(env, 'POST', `${base}?dryRun=All`, JSON.stringify({ ...good, metadata: { name: 'dry' } }))).status).toBe(201);
+    expect((await adminRequest(env, 'GET', `${base}/dry`)).status).toBe(404);
+  });
+
+  test('a request without credentials is anonymous and, under AlwaysDeny, 403 Forbidden', async () => {
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      https
+        .get(`${env.url}${base}`, { ca: fs.readFileSync(env.pki.caCert), agent: false }, (r) => {
+          let body = '';
+          r.on('data', (c: Buffer) => (body += c.toString()));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+        })
+        .on('error', reject);
+    });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.body)).toMatchObject({ reason: 'Forbidden', message: expect.stringContaining('User "system:anonymous" cannot list resource "configmaps"') });
+  });
+
+  test('a backend that is down gives 503 with Retry-After, and the gateway keeps serving the rest', async () => {
+    const authz = env.processes.find((p) => p.name === 'authz');
+    await authz?.stop();
+    const res = await adminRequest(env, 'GET', `${base}/keep`);
+    // system:masters is decided by authz too, so the request cannot be authorized now.
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.json()).toMatchObject({ kind: 'Status', reason: 'ServiceUnavailable', code: 503 });
+    const health = await adminRequest(env, 'GET', '/livez');
+    expect(health.status).toBe(200);
+    const ready = await adminRequest(env, 'GET', '/readyz?verbose');
+    expect(ready.status).toBe(500);
+    expect(ready.body).toContain('[-]authz failed');
+  });
+});

@@ -1,0 +1,40 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import type { Environment } from '@svc/testenv';
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json(): Record<string, unknown>;
+}
+
+/** Raw HTTPS requests as the admin, for what clients cannot be made to send. */
+export function adminRequest(env: Environment, method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      `${env.url}${path}`,
+      {
+        method,
+        ca: fs.readFileSync(env.pki.caCert),
+        cert: fs.readFileSync(env.pki.adminCert),
+        key: fs.readFileSync(env.pki.adminKey),
+        headers: { 'content-type': 'application/json', ...headers },
+        timeout: 20000,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) as Record<string, unknown> });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
