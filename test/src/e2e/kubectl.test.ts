@@ -65,6 +65,32 @@ describe('kubectl end to end', () => {
     expect(after.data).toEqual({ key: 'changed' });
   });
 
+  test('label, merge patch and JSON patch change the object', async () => {
+    expect((await kubectl(['label', 'configmap', 'first', 'tier=web'])).stdout.trim()).toBe('configmap/first labeled');
+    expect((await kubectl(['patch', 'configmap', 'first', '--type=merge', '-p', '{"data":{"extra":"1"}}'])).stdout.trim()).toBe('configmap/first patched');
+    expect((await kubectl(['patch', 'configmap', 'first', '--type=json', '-p', '[{"op":"remove","path":"/data/extra"}]'])).stdout.trim()).toBe('configmap/first patched');
+    const failed = await kubectl(['patch', 'configmap', 'first', '--type=json', '-p', '[{"op":"test","path":"/data/key","value":"other"}]']);
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toContain('test failed');
+    const got = JSON.parse((await kubectl(['get', 'cm', 'first', '-o', 'json'])).stdout);
+    expect(got.metadata.labels).toEqual({ app: 'e2e', tier: 'web' });
+    expect(got.data).toEqual({ key: 'changed' });
+  });
+
+  test('server-side apply creates, tracks managers, and reports conflicts', async () => {
+    const applied = await kubectl(['apply', '--server-side', '--validate=false', '-f', '-'], configMap('applied'));
+    expect(applied.stdout.trim()).toBe('configmap/applied serverside-applied');
+    const conflicting = configMap('applied').replace('key: value', 'key: other');
+    const conflict = await kubectl(['apply', '--server-side', '--validate=false', '--field-manager=other', '-f', '-'], conflicting);
+    expect(conflict.code).not.toBe(0);
+    expect(conflict.stderr).toContain('Apply failed with 1 conflict: conflict with "kubectl": .data.key');
+    const forced = await kubectl(['apply', '--server-side', '--validate=false', '--field-manager=other', '--force-conflicts', '-f', '-'], conflicting);
+    expect(forced.code).toBe(0);
+    const got = JSON.parse((await kubectl(['get', 'cm', 'applied', '-o', 'json', '--show-managed-fields'])).stdout);
+    expect(got.data).toEqual({ key: 'other' });
+    expect(got.metadata.managedFields.map((m: { manager: string }) => m.manager).sort()).toEqual(['kubectl', 'other']);
+  });
+
   test('a bad name is a clear 422 naming the field', async () => {
     const bad = await kubectl(['create', '--validate=false', '-f', '-'], configMap('Not_Valid'));
     expect(bad.code).not.toBe(0);

@@ -1,8 +1,89 @@
 import type { Request, Response } from 'express';
-import { ApiError } from '@svc/apimachinery';
-import type { ResourceRequest } from './common';
+import { ApiError, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
+import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
+import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
+import { writeBody } from '../responses';
+import { createObject, updateObject } from '../rest';
+import { outputFormat, query, readBody, writeContext, type ResourceRequest } from './common';
 
-/** PATCH: wired to the merge engines. */
-export async function handlePatch(_req: Request, _res: Response, _r: ResourceRequest): Promise<void> {
-  throw new ApiError(415, 'UnsupportedMediaType', 'patch is not served yet');
+/**
+ * PATCH: the patch document is applied to the current object inside the
+ * generic update (so a concurrent change is retried, never lost), by its
+ * content type: JSON patch, merge patch, strategic merge patch, or
+ * server-side apply (which creates the object when it is missing).
+ */
+const JSON_PATCH = 'application/json-patch+json';
+const MERGE_PATCH = 'application/merge-patch+json';
+const STRATEGIC = 'application/strategic-merge-patch+json';
+const APPLY_YAML = 'application/apply-patch+yaml';
+const APPLY_JSON = 'application/apply-patch+json';
+
+export async function handlePatch(req: Request, res: Response, r: ResourceRequest): Promise<void> {
+  const format = outputFormat(req, r, false);
+  const type = mediaTypeOf(req.headers['content-type']);
+  if (![JSON_PATCH, MERGE_PATCH, STRATEGIC, APPLY_YAML, APPLY_JSON].includes(type)) {
+    throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${JSON_PATCH}, ${MERGE_PATCH}, ${APPLY_YAML}, ${STRATEGIC}`);
+  }
+  const body = await readBody(req, r.deps.limits.maxBodyBytes);
+  if (body.length === 0) throw ApiError.badRequest('the patch document is empty');
+  const ctx = writeContext(req, r);
+  const isApply = type === APPLY_YAML || type === APPLY_JSON;
+  const patch = isApply ? parseYaml(body) : parseJson(body);
+  const fieldManager = query(req, 'fieldManager') ?? '';
+  const force = query(req, 'force') === 'true';
+  if (isApply) {
+    if (!fieldManager) throw ApiError.badRequest('PATCH, application/apply-patch+yaml: fieldManager is required for apply requests');
+    if (!isJsonObject(patch)) throw ApiError.badRequest('the apply configuration must be an object');
+  } else if (query(req, 'force') !== undefined) {
+    throw ApiError.badRequest('force: Forbidden: may not be specified for non-apply patch');
+  }
+  const statusOnly = r.info.subresource === 'status';
+  const def = statusOnly ? { ...r.def, strategy: { ...r.def.strategy, prepareForUpdate: undefined } } : r.def;
+  const now = new Date();
+
+  const patched = (current: ApiObject): ApiObject => {
+    let next: unknown;
+    switch (type) {
+      case JSON_PATCH:
+        next = jsonPatch(current, patch);
+        break;
+      case MERGE_PATCH:
+        next = mergePatch(current, patch);
+        break;
+      case STRATEGIC:
+        next = strategicMergePatch(current, patch, r.def.schema);
+        break;
+      default: {
+        const applied = apply({ live: current, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema, subresource: r.info.subresource });
+        next = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), managedFields: applied.managedFields } };
+      }
+    }
+    if (!isJsonObject(next)) throw ApiError.badRequest('the patched object is not an object');
+    const result = next as ApiObject;
+    // The patch may not move the object: its identity comes from the URL.
+    result.metadata = { ...(result.metadata ?? {}), name: r.info.name, resourceVersion: (result.metadata?.resourceVersion === current.metadata?.resourceVersion ? current.metadata?.resourceVersion : result.metadata?.resourceVersion) ?? '' };
+    if (!result.metadata.resourceVersion) delete result.metadata.resourceVersion;
+    if (statusOnly) return { ...current, status: result['status'], metadata: { ...(current.metadata ?? {}), resourceVersion: result.metadata.resourceVersion } } as ApiObject;
+    return result;
+  };
+
+  try {
+    const outcome = await updateObject({ ...ctx, def }, r.info.name, {}, (current) => {
+      if (!current.metadata) {
+        if (!isApply) throw ApiError.notFound({ group: r.def.group, resource: r.def.plural }, r.info.name);
+        throw new MissingForApply();
+      }
+      return patched(current);
+    });
+    writeBody(req, res, outcome.created ? 201 : 200, outcome.result.object, format, r.deps.protobuf);
+  } catch (err) {
+    if (!(err instanceof MissingForApply)) throw err;
+    // Server-side apply of a missing object creates it.
+    const applied = apply({ live: undefined, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema });
+    const obj = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), name: r.info.name, managedFields: applied.managedFields } } as ApiObject;
+    const created = await createObject(ctx, obj);
+    writeBody(req, res, 201, created.object, format, r.deps.protobuf);
+  }
 }
+
+class MissingForApply extends Error {}
