@@ -1,9 +1,14 @@
+import { ResourceRegistry } from '@svc/apimachinery';
+import { registerBuiltins } from '@svc/kinds';
+import { OpenApiDocuments } from '@svc/openapi';
 import { runMain } from '@svc/service-kit';
-import { coreRegistry } from './core-kinds';
 import { GATEWAY_FLAGS } from './flags';
 import { start } from './server';
 
 runMain('gateway', GATEWAY_FLAGS, (flags) => {
+  const registry = new ResourceRegistry();
+  registerBuiltins(registry);
+  const openapi = new OpenApiDocuments(registry);
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
     tlsCertFile: flags.get('tls-cert-file'),
@@ -14,7 +19,12 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     admissionAddress: flags.get('admission-address'),
     watchFanoutAddress: flags.get('watch-fanout-address').split(',')[0] as string,
     natsUrl: flags.get('nats-url'),
-    registry: coreRegistry(),
+    registry,
+    documents: {
+      openApiV2: () => openapi.v2(),
+      openApiV3Index: () => openapi.v3Discovery(),
+      openApiV3GroupVersion: (_registry, group, version) => openapi.v3(group, version)?.document,
+    },
     limits: { maxBodyBytes: flags.getInt('max-request-bytes') },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
   };

@@ -5,7 +5,7 @@ import { requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
-import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './handlers/discovery';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions } from '@svc/openapi';
 import { handleGet } from './handlers/get';
 import { handleHealth } from './handlers/health';
 import { handleList } from './handlers/list';
@@ -93,7 +93,7 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
   }
   if (first === 'apis') {
     if (parts.length === 1) return writeBody(req, res, 200, apiGroupList(reg), JSON_OUT);
-    if (parts.length === 2 && second && reg.hasGroup(second)) return writeBody(req, res, 200, apiGroupDocument(reg, second), JSON_OUT);
+    if (parts.length === 2 && second && reg.hasGroup(second)) return writeBody(req, res, 200, apiGroup(reg, second), JSON_OUT);
     if (parts.length === 3 && second && third && reg.hasGroupVersion(second, third)) return writeBody(req, res, 200, apiResourceList(reg, second, third), JSON_OUT);
   }
   if (first === 'openapi') {

@@ -45,6 +45,27 @@ describe('kubectl end to end', () => {
     expect(table.stdout).toMatch(/^first\s+/m);
   });
 
+  test('create -f and apply -f work with kubectl default validation (OpenAPI)', async () => {
+    const created = await kubectl(['create', '-f', '-'], configMap('validated'));
+    expect(created.stderr).toBe('');
+    expect(created.stdout.trim()).toBe('configmap/validated created');
+    const strict = await kubectl(['create', '-f', '-'], 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unknown-field\nbogus: 1\ndata:\n  key: value\n');
+    expect(strict.code).not.toBe(0);
+    expect(strict.stderr).toContain('unknown field "bogus"');
+    expect((await kubectl(['apply', '-f', '-'], configMap('applied-csa'))).stdout.trim()).toBe('configmap/applied-csa created');
+    const reapplied = await kubectl(['apply', '-f', '-'], configMap('applied-csa').replace('key: value', 'key: second'));
+    expect(reapplied.stderr).toBe('');
+    expect(reapplied.stdout.trim()).toBe('configmap/applied-csa configured');
+  });
+
+  test('explain reads the published schemas', async () => {
+    const res = await kubectl(['explain', 'configmap']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('binaryData');
+    const lease = await kubectl(['explain', 'leases.spec']);
+    expect(lease.stdout).toContain('holderIdentity');
+  });
+
   test('a second create of the same name is AlreadyExists', async () => {
     const again = await kubectl(['create', '--validate=false', '-f', '-'], configMap('first'));
     expect(again.code).not.toBe(0);

@@ -1,0 +1,32 @@
+import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
+import { configMapDefinition } from './config-map';
+import { endpointsDefinition } from './endpoints';
+import { eventDefinition } from './event';
+import { leaseDefinition } from './lease';
+import { namespaceDefinition } from './namespace';
+import { nodeDefinition } from './node';
+import { podDefinition } from './pod';
+import { secretDefinition } from './secret';
+import { serviceDefinition } from './service';
+import { serviceAccountDefinition } from './service-account';
+
+/** Every built-in kind, in discovery order (core group first). */
+export function builtinResources(): ResourceDefinition[] {
+  return [
+    namespaceDefinition(),
+    configMapDefinition(),
+    secretDefinition(),
+    serviceAccountDefinition(),
+    podDefinition(),
+    serviceDefinition(),
+    nodeDefinition(),
+    endpointsDefinition(),
+    eventDefinition(),
+    leaseDefinition(),
+  ];
+}
+
+/** Adds every built-in kind to the registry (replacing entries of the same resource). */
+export function registerBuiltins(registry: ResourceRegistry): void {
+  for (const def of builtinResources()) registry.add(def);
+}

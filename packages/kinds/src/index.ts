@@ -1,0 +1,46 @@
+/**
+ * The built-in kinds: one declarative registry entry per kind (schema with
+ * merge markers, printer columns, short names, categories, and the
+ * create/update strategy: status handling, defaults, kind-specific
+ * validation). Generic metadata validation (names, namespaces, labels) is not
+ * here; the API machinery runs it for every kind.
+ */
+export { builtinResources, registerBuiltins } from './builtins';
+export {
+  CONDITION_SCHEMA,
+  LABEL_SELECTOR_SCHEMA,
+  MANAGED_FIELDS_ENTRY_SCHEMA,
+  OBJECT_META_SCHEMA,
+  OBJECT_REFERENCE_SCHEMA,
+  OWNER_REFERENCE_SCHEMA,
+  TYPE_META_PROPERTIES,
+  objectSchema,
+} from './object-meta';
+export { prepareFinalizeSubresourceUpdate, prepareStatusSubresourceUpdate, prepareSubresourceUpdate } from './status';
+export { CONFIG_MAP_SCHEMA, configMapDefinition } from './config-map';
+export { SECRET_SCHEMA, SECRET_TYPES, SERVICE_ACCOUNT_NAME_ANNOTATION, secretDefinition } from './secret';
+export { SERVICE_ACCOUNT_SCHEMA, serviceAccountDefinition } from './service-account';
+export { NAMESPACE_FINALIZER, NAMESPACE_NAME_LABEL, NAMESPACE_SCHEMA, namespaceDefinition } from './namespace';
+export {
+  AFFINITY_SCHEMA,
+  CONTAINER_PORT_SCHEMA,
+  CONTAINER_SCHEMA,
+  CONTAINER_STATUS_SCHEMA,
+  ENV_VAR_SCHEMA,
+  POD_SCHEMA,
+  POD_SECURITY_CONTEXT_SCHEMA,
+  POD_SPEC_SCHEMA,
+  POD_STATUS_SCHEMA,
+  POD_TEMPLATE_SPEC_SCHEMA,
+  PROBE_SCHEMA,
+  RESOURCE_REQUIREMENTS_SCHEMA,
+  SECURITY_CONTEXT_SCHEMA,
+  TOLERATION_SCHEMA,
+  VOLUME_SCHEMA,
+} from './pod-schema';
+export { defaultPullPolicy, podDefinition, podDisplayStatus, qosClass } from './pod';
+export { SERVICE_PORT_SCHEMA, SERVICE_SCHEMA, SERVICE_TYPES, serviceDefinition } from './service';
+export { NODE_ROLE_LABEL_PREFIX, NODE_SCHEMA, nodeDefinition } from './node';
+export { ENDPOINTS_SCHEMA, endpointsDefinition } from './endpoints';
+export { EVENT_SCHEMA, eventDefinition } from './event';
+export { LEASE_GROUP, LEASE_SCHEMA, leaseDefinition } from './lease';

@@ -1,0 +1,74 @@
+import type { ApiObject, StatusCause } from '@svc/apimachinery';
+import { serviceDefinition } from './service';
+
+const service = serviceDefinition();
+const strategy = service.strategy;
+
+function svc(spec: Record<string, unknown>, name = 'web'): ApiObject {
+  const obj: ApiObject = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'default' }, spec };
+  strategy.prepareForCreate?.(obj);
+  strategy.applyDefaults?.(obj);
+  return obj;
+}
+
+function fields(causes: StatusCause[] | undefined): string[] {
+  return (causes ?? []).map((c) => c.field ?? '');
+}
+
+describe('Service', () => {
+  it('defaults type, port protocol and targetPort', () => {
+    const obj = svc({ selector: { app: 'web' }, ports: [{ port: 80 }, { port: 443, targetPort: 'https', name: 'tls' }] });
+    const spec = obj['spec'] as Record<string, unknown>;
+    expect(spec['type']).toBe('ClusterIP');
+    expect(spec['sessionAffinity']).toBe('None');
+    expect(spec['ports']).toEqual([
+      { port: 80, protocol: 'TCP', targetPort: 80 },
+      { port: 443, protocol: 'TCP', targetPort: 'https', name: 'tls' },
+    ]);
+  });
+
+  it('clears client-set status on create and keeps stored status on update', () => {
+    const obj: ApiObject = { metadata: { name: 'a' }, spec: {}, status: { loadBalancer: { ingress: [{ ip: '1.2.3.4' }] } } };
+    strategy.prepareForCreate?.(obj);
+    expect(obj['status']).toEqual({ loadBalancer: {} });
+    const update: ApiObject = { metadata: { name: 'a' }, spec: {}, status: {} };
+    strategy.prepareForUpdate?.(update, { status: { loadBalancer: { ingress: [{ ip: '5.6.7.8' }] } } });
+    expect(update['status']).toEqual({ loadBalancer: { ingress: [{ ip: '5.6.7.8' }] } });
+  });
+
+  it('accepts a valid service', () => {
+    expect(strategy.validate?.(svc({ ports: [{ port: 80, name: 'http' }, { port: 443, name: 'https' }] }))).toEqual([]);
+  });
+
+  it('validates ports with field paths', () => {
+    const obj = svc({ ports: [{ port: 0, name: 'a' }, { port: 80, name: 'a' }, { port: 81 }, { port: 82, name: 'x', protocol: 'ICMP' }] });
+    const f = fields(strategy.validate?.(obj));
+    expect(f).toEqual(expect.arrayContaining(['spec.ports[0].port', 'spec.ports[1].name', 'spec.ports[2].name', 'spec.ports[3].protocol']));
+  });
+
+  it('needs ports unless headless or ExternalName', () => {
+    expect(fields(strategy.validate?.(svc({})))).toEqual(['spec.ports']);
+    expect(strategy.validate?.(svc({ clusterIP: 'None' }))).toEqual([]);
+    expect(strategy.validate?.(svc({ type: 'ExternalName', externalName: 'db.example.com' }))).toEqual([]);
+    expect(fields(strategy.validate?.(svc({ type: 'ExternalName' })))).toEqual(['spec.externalName']);
+  });
+
+  it('rejects an unknown type and names that do not start with a letter', () => {
+    expect(fields(strategy.validate?.(svc({ type: 'Magic', ports: [{ port: 1 }] })))).toEqual(['spec.type']);
+    expect(fields(strategy.validate?.(svc({ ports: [{ port: 1 }] }, '1web')))).toEqual(['metadata.name']);
+  });
+
+  it('keeps the cluster IP immutable', () => {
+    const old = svc({ clusterIP: '10.0.0.10', ports: [{ port: 80 }] });
+    expect(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.10', ports: [{ port: 81 }] }), old)).toEqual([]);
+    expect(fields(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.11', ports: [{ port: 80 }] }), old))).toEqual(['spec.clusterIP']);
+  });
+
+  it('prints type, addresses and ports', () => {
+    const obj = svc({ type: 'NodePort', clusterIP: '10.0.0.1', ports: [{ port: 80, nodePort: 30080 }, { port: 53, protocol: 'UDP', name: 'dns' }] });
+    const cells = service.printerColumns.map((c) => (c.compute ? c.compute(obj) : (obj['spec'] as Record<string, unknown>)[c.jsonPath.split('.')[2] ?? '']));
+    expect(cells).toEqual(['NodePort', '10.0.0.1', '<none>', '80:30080/TCP,53/UDP', '<none>']);
+    const lb = svc({ type: 'LoadBalancer', ports: [{ port: 80 }] });
+    expect(service.printerColumns.find((c) => c.name === 'External-IP')?.compute?.(lb)).toBe('<pending>');
+  });
+});

@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
+import { groupVersion } from '@svc/apimachinery';
+
+/**
+ * The legacy discovery documents, derived from the registry on every call so
+ * kinds added at run time appear at once: `/api` (APIVersions), `/api/v1` and
+ * `/apis/<group>/<version>` (APIResourceList), `/apis` (APIGroupList) and
+ * `/apis/<group>` (APIGroup). Clients map kinds, short names and categories
+ * to URLs from these.
+ */
+
+export interface ApiResource {
+  name: string;
+  singularName: string;
+  namespaced: boolean;
+  kind: string;
+  verbs: string[];
+  shortNames?: string[];
+  categories?: string[];
+  storageVersionHash?: string;
+}
+
+export interface ApiResourceList {
+  kind: 'APIResourceList';
+  apiVersion: 'v1';
+  groupVersion: string;
+  resources: ApiResource[];
+}
+
+export interface ServerAddressByClientCidr {
+  clientCIDR: string;
+  serverAddress: string;
+}
+
+export interface ApiVersions {
+  kind: 'APIVersions';
+  versions: string[];
+  serverAddressByClientCIDRs: ServerAddressByClientCidr[];
+}
+
+export interface GroupVersionForDiscovery {
+  groupVersion: string;
+  version: string;
+}
+
+export interface ApiGroup {
+  kind: 'APIGroup';
+  apiVersion: 'v1';
+  name: string;
+  versions: GroupVersionForDiscovery[];
+  preferredVersion: GroupVersionForDiscovery;
+}
+
+export interface ApiGroupList {
+  kind: 'APIGroupList';
+  apiVersion: 'v1';
+  groups: ApiGroup[];
+}
+
+/** Opaque per-kind hash clients compare for equality (base64 of the first 8 bytes of a SHA-256). */
+export function storageVersionHash(def: Pick<ResourceDefinition, 'group' | 'version' | 'kind'>): string {
+  return createHash('sha256').update(`${def.group}/${def.version}/${def.kind}`).digest().subarray(0, 8).toString('base64');
+}
+
+/** `/api`: the versions of the core group; `serverAddress` is where clients reach this server. */
+export function apiVersions(serverAddress = ''): ApiVersions {
+  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+}
+
+/** The resources of one group version, subresources as `<plural>/<sub>` entries. */
+export function apiResourceList(registry: ResourceRegistry, group: string, version: string): ApiResourceList {
+  const resources: ApiResource[] = [];
+  for (const def of registry.resourcesIn(group, version)) {
+    const resource: ApiResource = {
+      name: def.plural,
+      singularName: def.singular,
+      namespaced: def.namespaced,
+      kind: def.kind,
+      verbs: [...def.verbs],
+      storageVersionHash: storageVersionHash(def),
+    };
+    if (def.shortNames.length > 0) resource.shortNames = [...def.shortNames];
+    if (def.categories.length > 0) resource.categories = [...def.categories];
+    resources.push(resource);
+    for (const sub of def.subresources) {
+      resources.push({ name: `${def.plural}/${sub.name}`, singularName: '', namespaced: def.namespaced, kind: sub.kind ?? def.kind, verbs: [...sub.verbs] });
+    }
+  }
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources };
+}
+
+function versionsOf(registry: ResourceRegistry, group: string): GroupVersionForDiscovery[] {
+  return registry
+    .groupVersions()
+    .filter((gv) => gv.group === group)
+    .map((gv) => ({ groupVersion: groupVersion(gv), version: gv.version }));
+}
+
+/** `/apis/<group>`: a named group, its first registered version preferred. */
+export function apiGroup(registry: ResourceRegistry, group: string): ApiGroup {
+  const versions = versionsOf(registry, group);
+  const preferred = versions[0] ?? { groupVersion: `${group}/`, version: '' };
+  return { kind: 'APIGroup', apiVersion: 'v1', name: group, versions, preferredVersion: preferred };
+}
+
+/** `/apis`: every named group (the core group is served at `/api`). */
+export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
+  const groups = [...new Set(registry.groupVersions().map((gv) => gv.group))].filter((g) => g !== '');
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups: groups.map((g) => apiGroup(registry, g)) };
+}

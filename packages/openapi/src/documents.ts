@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import type { JsonObject, ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
+import { definitionsOf } from './kind-definitions';
+import { metaDefinitions } from './meta-definitions';
+import { openApiV3Key } from './names';
+import { kindPaths } from './operations';
+import { renderPaths } from './render';
+import { OPENAPI_3, SWAGGER_2, type Dialect } from './schema-convert';
+
+/**
+ * The OpenAPI documents, built from the registry on demand so kinds added at
+ * run time appear: `/openapi/v2` (Swagger 2.0, every group version),
+ * `/openapi/v3` (an index of group versions with content hashes) and
+ * `/openapi/v3/<api|apis/group>/<version>` (OpenAPI 3.0 per group version).
+ */
+
+export interface DocumentOptions {
+  /** `info.title`; defaults to `svc`. */
+  title?: string;
+  /** `info.version`, usually the server's gitVersion; defaults to `v1.32.0`. */
+  version?: string;
+}
+
+const BEARER = {
+  type: 'apiKey',
+  name: 'authorization',
+  in: 'header',
+  description: 'Bearer token authentication: `Authorization: Bearer <token>`.',
+};
+
+function info(options: DocumentOptions): JsonObject {
+  return { title: options.title ?? 'svc', version: options.version ?? 'v1.32.0' };
+}
+
+function sortedKeys(record: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const key of Object.keys(record).sort()) out[key] = record[key];
+  return out;
+}
+
+function buildParts(registry: ResourceRegistry, defs: ResourceDefinition[], dialect: Dialect): { paths: JsonObject; definitions: JsonObject } {
+  const definitions: JsonObject = { ...metaDefinitions(dialect, registry.groupVersions()) };
+  const items = [];
+  for (const def of defs) {
+    Object.assign(definitions, definitionsOf(def, dialect));
+    for (const item of kindPaths(def, registry)) items.push({ item, kind: def.kind });
+  }
+  return { paths: sortedKeys(renderPaths(items, dialect)), definitions: sortedKeys(definitions) };
+}
+
+/** The Swagger 2.0 document of every served kind. */
+export function openApiV2(registry: ResourceRegistry, options: DocumentOptions = {}): JsonObject {
+  const { paths, definitions } = buildParts(registry, registry.all(), SWAGGER_2);
+  return {
+    swagger: '2.0',
+    info: info(options),
+    paths,
+    definitions,
+    securityDefinitions: { BearerToken: { ...BEARER } },
+    security: [{ BearerToken: [] }],
+  };
+}
+
+/** The OpenAPI 3.0 document of one group version (with no paths when the group version is not served). */
+export function openApiV3GroupVersion(registry: ResourceRegistry, group: string, version: string, options: DocumentOptions = {}): JsonObject {
+  const defs = registry.resourcesIn(group, version);
+  const { paths, definitions } = buildParts(registry, defs, OPENAPI_3);
+  return {
+    openapi: '3.0.0',
+    info: info(options),
+    paths,
+    components: { schemas: definitions, securitySchemes: { BearerToken: { ...BEARER } } },
+    security: [{ BearerToken: [] }],
+  };
+}
+
+/** Content hash of a document, as the `hash` query parameter of its URL (uppercase hex SHA-512). */
+export function documentHash(document: JsonObject): string {
+  return createHash('sha512').update(JSON.stringify(document)).digest('hex').toUpperCase();
+}
+
+/**
+ * The `/openapi/v3` index: one entry per served group version with the URL
+ * of its document, whose `hash` lets clients cache it.
+ */
+export function openApiV3Discovery(registry: ResourceRegistry, hashOf: (group: string, version: string) => string): JsonObject {
+  const paths: JsonObject = {};
+  for (const gv of registry.groupVersions()) {
+    const key = openApiV3Key(gv.group, gv.version);
+    paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hashOf(gv.group, gv.version)}` };
+  }
+  return { paths: sortedKeys(paths) };
+}
+
+/**
+ * The documents of a registry, built once and rebuilt after the registry
+ * changes. What a server holds to answer OpenAPI requests cheaply.
+ */
+export class OpenApiDocuments {
+  private v2Cache: JsonObject | undefined;
+  private readonly v3Cache = new Map<string, { document: JsonObject; hash: string }>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly registry: ResourceRegistry,
+    private readonly options: DocumentOptions = {},
+  ) {
+    this.unsubscribe = registry.onChange(() => this.invalidate());
+  }
+
+  v2(): JsonObject {
+    this.v2Cache ??= openApiV2(this.registry, this.options);
+    return this.v2Cache;
+  }
+
+  /** The document and hash of a group version, or undefined when it is not served. */
+  v3(group: string, version: string): { document: JsonObject; hash: string } | undefined {
+    if (!this.registry.hasGroupVersion(group, version)) return undefined;
+    const key = openApiV3Key(group, version);
+    let entry = this.v3Cache.get(key);
+    if (!entry) {
+      const document = openApiV3GroupVersion(this.registry, group, version, this.options);
+      entry = { document, hash: documentHash(document) };
+      this.v3Cache.set(key, entry);
+    }
+    return entry;
+  }
+
+  v3Discovery(): JsonObject {
+    return openApiV3Discovery(this.registry, (group, version) => this.v3(group, version)?.hash ?? '');
+  }
+
+  invalidate(): void {
+    this.v2Cache = undefined;
+    this.v3Cache.clear();
+  }
+
+  /** Stops following registry changes. */
+  close(): void {
+    this.unsubscribe();
+  }
+}
