@@ -1,0 +1,195 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Etcd3 } from 'etcd3';
+import { connect } from 'nats';
+import { benchApply } from '@svc/merge';
+import { startEnvironment, type Environment } from '@svc/testenv';
+
+/**
+ * `make bench`: our figures next to the raw limits measured in the same run.
+ * Creates through the gateway vs. the same guarded creates straight into
+ * etcd; get/list latency; create-to-watch-event latency vs. raw NATS
+ * publish-to-receive; server-side apply of a 200-field object.
+ * Every loop is bounded in count; all traffic stays on 127.0.0.1.
+ */
+const CREATES_PER_LEVEL = Number(process.env['BENCH_CREATES'] ?? '1000');
+const CONCURRENCY = [1, 16, 64];
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+function stats(samples: number[]): { p50: number; p99: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p99: percentile(s, 99) };
+}
+
+class Client {
+  private readonly agent: https.Agent;
+  constructor(private readonly env: Environment) {
+    this.agent = new https.Agent({
+      keepAlive: true,
+      maxSockets: 128,
+      ca: fs.readFileSync(env.pki.caCert),
+      cert: fs.readFileSync(env.pki.adminCert),
+      key: fs.readFileSync(env.pki.adminKey),
+    });
+  }
+  request(method: string, p: string, body?: unknown): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(`${this.env.url}${p}`, { method, agent: this.agent, headers: { 'content-type': 'application/json' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      });
+      req.on('error', reject);
+      if (body !== undefined) req.write(JSON.stringify(body));
+      req.end();
+    });
+  }
+  watch(p: string, onLine: (line: string) => void): () => void {
+    const req = https.request(`${this.env.url}${p}`, { agent: this.agent }, (res) => {
+      let buf = '';
+      res.on('data', (c: Buffer) => {
+        buf += c.toString();
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          onLine(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
+      });
+    });
+    req.end();
+    return () => req.destroy();
+  }
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+async function runConcurrent(total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) await op(next++);
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return total / seconds;
+}
+
+const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v'.repeat(64) } });
+
+async function main(): Promise<void> {
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')) });
+  const client = new Client(env);
+  const etcd = new Etcd3({ hosts: env.etcd.endpoint });
+  const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };
+  try {
+    // Warm up both paths.
+    for (let i = 0; i < 50; i++) await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`warm-${i}`));
+    const throughput: Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }> = [];
+    for (const c of CONCURRENCY) {
+      const gateway = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+        const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`c${c}-${i}`));
+        if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
+      });
+      const direct = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+        const key = Buffer.from(`/registry/configmaps/default/direct-c${c}-${i}`);
+        const value = Buffer.from(JSON.stringify({ ...configMap(`direct-c${c}-${i}`), metadata: { name: `direct-c${c}-${i}`, namespace: 'default', uid: 'x', creationTimestamp: new Date().toISOString() } }));
+        const res = await etcd.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value } }], failure: [] });
+        if (!res.succeeded) throw new Error('direct create lost its guard');
+      });
+      throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
+    }
+    results['createThroughput'] = throughput;
+
+    const getSamples: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      const t = process.hrtime.bigint();
+      await client.request('GET', '/api/v1/namespaces/default/configmaps/c1-1');
+      getSamples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-list' } });
+    for (let i = 0; i < 500; i++) await client.request('POST', '/api/v1/namespaces/bench-list/configmaps', configMap(`l-${i}`));
+    const listSamples: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const t = process.hrtime.bigint();
+      await client.request('GET', '/api/v1/namespaces/bench-list/configmaps');
+      listSamples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    results['getMs'] = stats(getSamples);
+    results['list500Ms'] = stats(listSamples);
+
+    // Create-to-watch-event latency at ~100 creates/s.
+    await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-watch' } });
+    const list = JSON.parse((await client.request('GET', '/api/v1/namespaces/bench-watch/configmaps')).body) as { metadata: { resourceVersion: string } };
+    const sentAt = new Map<string, bigint>();
+    const watchSamples: number[] = [];
+    const stop = client.watch(`/api/v1/namespaces/bench-watch/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`, (line) => {
+      const ev = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+      const t = sentAt.get(ev.object.metadata.name);
+      if (ev.type === 'ADDED' && t !== undefined) watchSamples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const WATCH_CREATES = 500;
+    for (let i = 0; i < WATCH_CREATES; i++) {
+      const name = `w-${i}`;
+      sentAt.set(name, process.hrtime.bigint());
+      void client.request('POST', '/api/v1/namespaces/bench-watch/configmaps', configMap(name));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const deadline = Date.now() + 10000;
+    while (watchSamples.length < WATCH_CREATES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    stop();
+    results['createToWatchMs'] = { ...stats(watchSamples), received: watchSamples.length, sent: WATCH_CREATES };
+
+    // Raw NATS publish-to-receive on the same server, the floor for the above.
+    const nc = await connect({ servers: env.nats.url });
+    const natsSamples: number[] = [];
+    const sub = nc.subscribe('bench.latency', { callback: (_e, m) => natsSamples.push(Number(process.hrtime.bigint() - BigInt(new TextDecoder().decode(m.data))) / 1e6) });
+    for (let i = 0; i < 500; i++) {
+      nc.publish('bench.latency', new TextEncoder().encode(String(process.hrtime.bigint())));
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 200));
+    sub.unsubscribe();
+    await nc.close();
+    results['natsPublishToReceiveMs'] = stats(natsSamples);
+
+    const applyBench = benchApply(2000);
+    results['apply200FieldsMs'] = { p50: applyBench.p50Ms, p99: applyBench.p99Ms, fields: applyBench.fields };
+  } finally {
+    client.close();
+    etcd.close();
+    await env.stop(true);
+  }
+
+  const fmt = (n: unknown): string => (typeof n === 'number' ? (n < 10 ? n.toFixed(2) : n.toFixed(0)) : String(n));
+  const lines = ['create throughput (ops/s)', '  concurrency  gateway   etcd direct  ratio'];
+  for (const t of results['createThroughput'] as Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }>) {
+    lines.push(`  ${String(t.concurrency).padEnd(11)}  ${String(t.gateway).padEnd(8)}  ${String(t.etcd).padEnd(11)}  ${t.ratio}`);
+  }
+  const p = (k: string): string => {
+    const v = results[k] as { p50: number; p99: number };
+    return `p50 ${fmt(v.p50)} ms  p99 ${fmt(v.p99)} ms`;
+  };
+  lines.push(`get one object              ${p('getMs')}`);
+  lines.push(`list 500 objects            ${p('list500Ms')}`);
+  lines.push(`create -> watch event       ${p('createToWatchMs')}  (${(results['createToWatchMs'] as { received: number }).received}/${(results['createToWatchMs'] as { sent: number }).sent} events at ~100/s)`);
+  lines.push(`raw NATS publish -> receive ${p('natsPublishToReceiveMs')}`);
+  lines.push(`apply, 200 fields, 3 mgrs   ${p('apply200FieldsMs')}`);
+  process.stdout.write(lines.join('\n') + '\n');
+  fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
+  fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
