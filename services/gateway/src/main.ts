@@ -1,6 +1,7 @@
 import { ResourceRegistry } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
 import { OpenApiDocuments } from '@svc/openapi';
+import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { runMain } from '@svc/service-kit';
 import { GATEWAY_FLAGS } from './flags';
 import { start } from './server';
@@ -20,6 +21,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     watchFanoutAddress: flags.get('watch-fanout-address').split(',')[0] as string,
     natsUrl: flags.get('nats-url'),
     registry,
+    protobuf: new ProtobufObjectCodec(),
     documents: {
       openApiV2: () => openapi.v2(),
       openApiV3Index: () => openapi.v3Discovery(),

@@ -24,6 +24,8 @@ export interface ProtobufCodec {
   decode(body: Uint8Array): ApiObject;
   encode(obj: ApiObject): Uint8Array;
   supports(apiVersion: string, kind: string): boolean;
+  /** One frame of a protobuf watch stream: a 4-byte length, then the event. */
+  encodeWatchEvent(type: string, object: ApiObject): Uint8Array;
 }
 
 interface MediaRange {

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as https from 'node:https';
 import { startEnvironment, type Environment } from '@svc/testenv';
+import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { adminRequest } from './http';
 
 /**
@@ -105,6 +106,14 @@ describe('bad input', () => {
     });
     expect(res.status).toBe(403);
     expect(JSON.parse(res.body)).toMatchObject({ reason: 'Forbidden', message: expect.stringContaining('User "system:anonymous" cannot list resource "configmaps"') });
+  });
+
+  test.each([
+    ['without the 4-byte prefix', Buffer.from('{"kind":"ConfigMap"}'), /4-byte prefix/],
+    ['that is not protobuf after the prefix', Buffer.from([0x6b, 0x38, 0x73, 0x00, 0xff, 0xff, 0xff]), /envelope could not be read/],
+    ['of another kind', Buffer.from(new ProtobufObjectCodec().encode({ apiVersion: 'v1', kind: 'Status', metadata: {} })), /kind in the data \(Status\) does not match/],
+  ])('a protobuf body %s is 400', async (_what, body, message) => {
+    expectStatus(await adminRequest(env, 'POST', base, body, { 'content-type': 'application/vnd.kubernetes.protobuf' }), 400, 'BadRequest', message);
   });
 
   test('nothing stored changed through all of the above', async () => {

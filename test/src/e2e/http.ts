@@ -6,6 +6,7 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  raw: Buffer;
   json(): Record<string, unknown>;
 }
 
@@ -27,8 +28,9 @@ export function adminRequest(env: Environment, method: string, path: string, bod
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) as Record<string, unknown> });
+          const raw = Buffer.concat(chunks);
+          const text = raw.toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, raw, json: () => JSON.parse(text) as Record<string, unknown> });
         });
       },
     );

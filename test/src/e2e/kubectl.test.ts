@@ -31,6 +31,27 @@ describe('kubectl end to end', () => {
     expect(res.stdout.split('\n')).toEqual(expect.arrayContaining(['namespace/default', 'namespace/svc-system', 'namespace/svc-public']));
   });
 
+  test("typed create commands send protobuf bodies, and what they create reads back as JSON", async () => {
+    expect((await kubectl(['create', 'namespace', 'typed'])).stdout.trim()).toBe('namespace/typed created');
+    expect((await kubectl(['create', 'configmap', 'game', '--from-literal=lives=3', '--from-literal=level=7', '-n', 'typed'])).stdout.trim()).toBe('configmap/game created');
+    expect((await kubectl(['create', 'secret', 'generic', 'db', '--from-literal=password=hunter2', '-n', 'typed'])).stdout.trim()).toBe('secret/db created');
+    expect((await kubectl(['create', 'serviceaccount', 'robot', '-n', 'typed'])).stdout.trim()).toBe('serviceaccount/robot created');
+    const ns = JSON.parse((await kubectl(['get', 'namespace', 'typed', '-o', 'json'])).stdout);
+    expect(ns.status.phase).toBe('Active');
+    const cm = JSON.parse((await kubectl(['get', 'configmap', 'game', '-n', 'typed', '-o', 'json'])).stdout);
+    expect(cm.data).toEqual({ lives: '3', level: '7' });
+    expect(cm.metadata).not.toHaveProperty('generation');
+    const secret = JSON.parse((await kubectl(['get', 'secret', 'db', '-n', 'typed', '-o', 'json'])).stdout);
+    expect(secret.type).toBe('Opaque');
+    expect(Buffer.from(secret.data.password, 'base64').toString()).toBe('hunter2');
+    const sa = JSON.parse((await kubectl(['get', 'serviceaccount', 'robot', '-n', 'typed', '-o', 'json'])).stdout);
+    expect(sa.metadata.name).toBe('robot');
+    // A typed create into a missing namespace is refused like any other.
+    const missing = await kubectl(['create', 'configmap', 'x', '--from-literal=a=b', '-n', 'no-such-namespace']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('namespaces "no-such-namespace" not found');
+  });
+
   test('create, get and list a ConfigMap', async () => {
     const created = await kubectl(['create', '--validate=false', '-f', '-'], configMap('first'));
     expect(created.stderr).toBe('');

@@ -79,8 +79,12 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     if (format.kind === 'table' && type !== 'ERROR' && type !== 'BOOKMARK') {
       payload = toTable(r.def, [object as ApiObject], format.group, format.version, include);
     }
-    const line = encodeBody(req, { type, object: payload }, format.kind === 'yaml' ? { kind: 'json', mediaType: 'application/json' } : format.kind === 'table' ? { kind: 'json', mediaType: 'application/json' } : format, r.deps.protobuf);
-    res.write(format.kind === 'protobuf' ? line : Buffer.concat([line, Buffer.from('\n')]));
+    if (format.kind === 'protobuf' && r.deps.protobuf) {
+      res.write(r.deps.protobuf.encodeWatchEvent(type, payload as ApiObject));
+      return;
+    }
+    const line = encodeBody(req, { type, object: payload }, { kind: 'json', mediaType: 'application/json' }, undefined);
+    res.write(Buffer.concat([line, Buffer.from('\n')]));
   };
 
   const deliverChange = (e: watch.ChangeEvent): void => {

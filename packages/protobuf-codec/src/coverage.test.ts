@@ -1,0 +1,59 @@
+import type { DescMessage } from '@bufbuild/protobuf';
+import { ResourceRegistry, type ResourceDefinition } from '@svc/apimachinery';
+import { registerBuiltins } from '@svc/kinds';
+import type { Schema } from '@svc/merge';
+import { ProtobufObjectCodec } from './codec';
+import { fieldForJsonKey } from './convert';
+
+/**
+ * Every field a built-in kind's schema admits must have a protobuf field, or
+ * a stored object could not be answered in protobuf. This walks each schema
+ * beside its message and lists the fields that have none.
+ */
+const codec = new ProtobufObjectCodec();
+const registry = new ResourceRegistry();
+registerBuiltins(registry);
+
+/** Message types whose JSON form is a scalar or free-form JSON. */
+const OPAQUE = new Set(['svc.api.meta.v1.Time', 'svc.api.meta.v1.MicroTime', 'svc.api.meta.v1.FieldsV1', 'svc.api.resource.Quantity', 'svc.api.intstr.IntOrString', 'svc.api.runtime.RawExtension']);
+
+function uncovered(schema: Schema, desc: DescMessage, path: string, out: string[]): void {
+  for (const [name, sub] of Object.entries(schema.properties ?? {})) {
+    if (path === '' && (name === 'apiVersion' || name === 'kind')) continue;
+    const field = fieldForJsonKey(desc, name);
+    const fieldPath = path === '' ? name : `${path}.${name}`;
+    if (!field) {
+      out.push(fieldPath);
+      continue;
+    }
+    if (!field.message || OPAQUE.has(field.message.typeName)) continue;
+    const inner = field.fieldKind === 'list' ? sub.items : field.fieldKind === 'map' && typeof sub.additionalProperties === 'object' ? sub.additionalProperties : sub;
+    if (inner) uncovered(inner, field.message, fieldPath, out);
+  }
+}
+
+function kinds(): ResourceDefinition[] {
+  return registry.all();
+}
+
+describe('protobuf coverage of the built-in kinds', () => {
+  it.each(kinds().map((def) => [def.kind, def] as const))('%s: every schema field has a protobuf field', (_kind, def) => {
+    const apiVersion = def.group === '' ? def.version : `${def.group}/${def.version}`;
+    const desc = codec.messageFor(apiVersion, def.kind);
+    expect(desc?.typeName).toBeDefined();
+    expect(codec.supports(apiVersion, def.listKind)).toBe(true);
+    const missing: string[] = [];
+    uncovered(def.schema, desc as DescMessage, '', missing);
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('the coverage walk', () => {
+  it('reports schema fields with no protobuf field, at any depth', () => {
+    const desc = codec.messageFor('v1', 'ConfigMap') as DescMessage;
+    const schema: Schema = { type: 'object', properties: { bogus: { type: 'string' }, metadata: { type: 'object', properties: { name: { type: 'string' }, nickname: { type: 'string' } } } } };
+    const missing: string[] = [];
+    uncovered(schema, desc, '', missing);
+    expect(missing).toEqual(['bogus', 'metadata.nickname']);
+  });
+});
