@@ -21,3 +21,4 @@ export {
 } from './grpc';
 export { runMain } from './main';
 export { toProtoUser, fromProtoUser } from './user';
+export * from './ttl-cache';

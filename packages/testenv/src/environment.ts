@@ -29,6 +29,8 @@ export interface EnvironmentOptions {
   /** Also copy service logs here. */
   logStream?: NodeJS.WritableStream;
   readyTimeoutMs?: number;
+  /** Extra flags for every service's node process (for example `--cpu-prof`). */
+  nodeArgs?: string[];
 }
 
 export interface Environment {
@@ -89,7 +91,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       const proc = spawnManaged({
         name,
         command: process.execPath,
-        args: ['--enable-source-maps', serviceMain(service), ...args],
+        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args],
         logFile: path.join(logDir, `${name}.log`),
         ...(options.logStream ? { tee: options.logStream } : {}),
       });

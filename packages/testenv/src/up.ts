@@ -22,6 +22,7 @@ async function main(): Promise<void> {
     authorizationMode: env('SVC_AUTHORIZATION_MODE', 'AlwaysDeny'),
     ...(process.env['SVC_TOKEN_AUTH_FILE'] ? { tokenAuthFile: process.env['SVC_TOKEN_AUTH_FILE'] } : {}),
     ...(process.env['SVC_QUIET'] ? {} : { logStream: process.stderr }),
+    nodeArgs: env('SVC_NODE_ARGS', '').split(' ').filter(Boolean),
   });
   process.stdout.write(
     [

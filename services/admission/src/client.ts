@@ -4,8 +4,20 @@ import { admission } from '@svc/proto';
 import { CLIENT_OPTIONS, callUnary, toProtoUser, type CallOptions } from '@svc/service-kit';
 import type { AdmissionOperation } from './plugins';
 
+/**
+ * `mutating-then-validating` runs both phases in one call when mutation
+ * leaves the object unchanged (`validated` in the output says so).
+ */
+export type AdmitPhase = 'mutating' | 'validating' | 'mutating-then-validating';
+
+const PHASE: Record<AdmitPhase, admission.Phase> = {
+  mutating: admission.Phase.PHASE_MUTATING,
+  validating: admission.Phase.PHASE_VALIDATING,
+  'mutating-then-validating': admission.Phase.PHASE_MUTATING_THEN_VALIDATING,
+};
+
 export interface AdmitInput {
-  phase: 'mutating' | 'validating';
+  phase: AdmitPhase;
   operation: AdmissionOperation;
   kind: { group: string; version: string; kind: string };
   resource: { group: string; version: string; resource: string };
@@ -23,6 +35,8 @@ export interface AdmitOutput {
   /** The mutated object, when a mutating plugin changed it. */
   object?: ApiObject;
   warnings: string[];
+  /** Validating admission ran and accepted the object. */
+  validated: boolean;
 }
 
 const OPERATION: Record<AdmissionOperation, admission.Operation> = {
@@ -52,7 +66,7 @@ export class AdmissionClient {
       this.client.admit.bind(this.client),
       {
         uid: opts?.requestId ?? '',
-        phase: input.phase === 'mutating' ? admission.Phase.PHASE_MUTATING : admission.Phase.PHASE_VALIDATING,
+        phase: PHASE[input.phase],
         operation: OPERATION[input.operation],
         kind: input.kind,
         resource: input.resource,
@@ -67,7 +81,7 @@ export class AdmissionClient {
       },
       opts,
     );
-    const out: AdmitOutput = { warnings: res.warnings };
+    const out: AdmitOutput = { warnings: res.warnings, validated: res.validated };
     if (res.object.length > 0) out.object = JSON.parse(Buffer.from(res.object).toString('utf8')) as ApiObject;
     return out;
   }

@@ -2,4 +2,4 @@ import { runMain } from '@svc/service-kit';
 import { ADMISSION_FLAGS } from './flags';
 import { start } from './server';
 
-runMain('admission', ADMISSION_FLAGS, (flags) => start({ listen: flags.get('listen'), storageAddress: flags.get('storage-address') }));
+runMain('admission', ADMISSION_FLAGS, (flags) => start({ listen: flags.get('listen'), storageAddress: flags.get('storage-address'), namespaceCacheTtlMs: flags.getInt('namespace-cache-ttl-ms') }));

@@ -1,6 +1,6 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
-import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage';
 import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
@@ -8,6 +8,8 @@ export interface AdmissionConfig {
   listen: string;
   /** Address of the storage service, for plugins that read state. */
   storageAddress: string;
+  /** How long an Active namespace is remembered by the namespace lifecycle check (0: always read). */
+  namespaceCacheTtlMs?: number;
   logger?: Logger;
 }
 
@@ -33,11 +35,22 @@ function parseJson(bytes: Uint8Array, field: string): ApiObject | undefined {
   }
 }
 
-export function storageNamespaces(storage: StorageClient): NamespaceReader {
+/**
+ * Namespaces read from storage. Active namespaces are remembered for
+ * `cacheTtlMs` (the original server reads them from an informer cache, so it
+ * too acts on a slightly old view); a missing or terminating namespace is
+ * always read again.
+ */
+export function storageNamespaces(storage: StorageClient, cacheTtlMs = 0): NamespaceReader {
+  const active = new TtlCache<ApiObject>(cacheTtlMs);
   return {
     async getNamespace(name) {
+      const cached = active.get(name);
+      if (cached) return cached;
       try {
-        return (await storage.get({ group: '', resource: 'namespaces', namespace: '', name })).object;
+        const ns = (await storage.get({ group: '', resource: 'namespaces', namespace: '', name })).object;
+        if ((ns['status'] as { phase?: string } | undefined)?.phase === 'Active' && !ns.metadata?.deletionTimestamp) active.set(name, ns);
+        return ns;
       } catch (err) {
         if (err instanceof ApiError && err.code === 404) return undefined;
         throw err;
@@ -50,7 +63,7 @@ export function storageNamespaces(storage: StorageClient): NamespaceReader {
 export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
   const storage = new StorageClient(config.storageAddress);
-  const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage))];
+  const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
   const implementation: admission.AdmissionServer = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];
@@ -67,13 +80,16 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
         oldObject: parseJson(req.oldObject, 'oldObject'),
         dryRun: req.dryRun,
       };
-      if (req.phase === admission.Phase.PHASE_MUTATING) {
+      const both = req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING;
+      if (req.phase === admission.Phase.PHASE_MUTATING || both) {
         const result = await runMutating(plugins, attrs);
-        return { object: result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : Buffer.alloc(0), warnings: [], auditAnnotations: {} };
+        if (!both || (result.changed && result.object)) {
+          return { object: result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: false };
+        }
       }
       await runValidating(plugins, attrs);
       ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
-      return { object: Buffer.alloc(0), warnings: [], auditAnnotations: {} };
+      return { object: Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: true };
     }),
   };
   const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }]);

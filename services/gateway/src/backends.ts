@@ -35,6 +35,10 @@ export interface GatewayLimits {
   backendTimeoutMs: number;
   /** Longest a watch stays open before the server ends it (clients re-watch). */
   maxWatchSeconds: number;
+  /** How long a successful authentication is reused for the same credentials (0: never). */
+  authnCacheTtlMs: number;
+  /** How long an authorization decision is reused for the same user and attributes (0: never). */
+  authzCacheTtlMs: number;
 }
 
 /** Builders of documents served from the registry; absent ones answer 404. */

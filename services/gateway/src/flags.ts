@@ -9,8 +9,10 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'authn-address': { description: 'Authentication service address', default: '127.0.0.1:7102' },
   'authz-address': { description: 'Authorization service address', default: '127.0.0.1:7103' },
   'admission-address': { description: 'Admission service address', default: '127.0.0.1:7104' },
-  'watch-fanout-address': { description: 'Watch fan-out service address', default: '127.0.0.1:7105' },
+  'watch-fanout-address': { description: 'Watch fan-out replica addresses, comma-separated (calls take turns and skip an unavailable one)', default: '127.0.0.1:7105' },
   'nats-url': { description: 'NATS server URL', default: 'nats://127.0.0.1:4222' },
+  'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
+  'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables)', default: '10' },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
   'authorization-always-allow-paths': { description: 'Comma-separated paths served without authentication or authorization', default: '/healthz,/livez,/readyz' },
 };

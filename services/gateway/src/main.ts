@@ -18,7 +18,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     authnAddress: flags.get('authn-address'),
     authzAddress: flags.get('authz-address'),
     admissionAddress: flags.get('admission-address'),
-    watchFanoutAddress: flags.get('watch-fanout-address').split(',')[0] as string,
+    watchFanoutAddress: flags.get('watch-fanout-address'),
     natsUrl: flags.get('nats-url'),
     registry,
     protobuf: new ProtobufObjectCodec(),
@@ -27,7 +27,11 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       openApiV3Index: () => openapi.v3Discovery(),
       openApiV3GroupVersion: (_registry, group, version) => openapi.v3(group, version)?.document,
     },
-    limits: { maxBodyBytes: flags.getInt('max-request-bytes') },
+    limits: {
+      maxBodyBytes: flags.getInt('max-request-bytes'),
+      authnCacheTtlMs: flags.getInt('authentication-cache-ttl-seconds') * 1000,
+      authzCacheTtlMs: flags.getInt('authorization-cache-ttl-seconds') * 1000,
+    },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');

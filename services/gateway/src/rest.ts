@@ -131,8 +131,11 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     ...(old ? { oldObject: old } : {}),
   };
   const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
-  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating', ...(obj ? { object: obj } : {}) }, opts);
+  // The caller validated `obj`; when mutation leaves it unchanged, admission
+  // validates in the same call.
+  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
+  if (mutated.validated) return obj;
   const final = mutated.object ?? obj;
   if (final && ctx.def.strategy.validate) throwIfInvalid(ctx.def, final, ctx.def.strategy.validate(final));
   const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);

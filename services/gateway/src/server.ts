@@ -43,7 +43,7 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-export const DEFAULT_LIMITS: GatewayLimits = { maxBodyBytes: 3 * 1024 * 1024, backendTimeoutMs: 30000, maxWatchSeconds: 1800 };
+export const DEFAULT_LIMITS: GatewayLimits = { maxBodyBytes: 3 * 1024 * 1024, backendTimeoutMs: 30000, maxWatchSeconds: 1800, authnCacheTtlMs: 10000, authzCacheTtlMs: 10000 };
 
 /** Namespaces that exist from the start. */
 export const SYSTEM_NAMESPACES = ['default', 'svc-system', 'svc-public', 'svc-node-lease'];

@@ -1,17 +1,35 @@
 import * as grpc from '@grpc/grpc-js';
+import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { CLIENT_OPTIONS, callUnary, fromGrpcError, outgoingMetadata, type CallOptions } from '@svc/service-kit';
 
-/** Typed client of the watch-fanout service. */
-export class WatchFanoutClient {
-  private readonly client: watch.WatchFanoutClient;
+function isUnavailable(err: unknown): boolean {
+  return (err as { code?: number } | null)?.code === grpc.status.UNAVAILABLE;
+}
 
-  constructor(address: string) {
-    this.client = new watch.WatchFanoutClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+/**
+ * Typed client of the watch-fanout service. Given several replicas
+ * (comma-separated addresses), calls take turns among them, and a call that
+ * finds its replica unavailable before any answer moves on to the next.
+ */
+export class WatchFanoutClient {
+  private readonly clients: watch.WatchFanoutClient[];
+  private next = 0;
+
+  constructor(addresses: string) {
+    const list = addresses.split(',').map((a) => a.trim()).filter(Boolean);
+    if (list.length === 0) throw new Error('watch-fanout client needs at least one address');
+    this.clients = list.map((a) => new watch.WatchFanoutClient(a, grpc.credentials.createInsecure(), CLIENT_OPTIONS));
   }
 
   close(): void {
-    this.client.close();
+    for (const c of this.clients) c.close();
+  }
+
+  /** The replicas in the order this call tries them. */
+  private rotation(): watch.WatchFanoutClient[] {
+    const start = this.next++ % this.clients.length;
+    return [...this.clients.slice(start), ...this.clients.slice(0, start)];
   }
 
   /**
@@ -20,21 +38,36 @@ export class WatchFanoutClient {
    * complete up to.
    */
   async *catchUp(after: number, until: number, prefix: string, opts: CallOptions = {}): AsyncGenerator<watch.ChangeEvent> {
-    const call = this.client.catchUp(
-      { afterRevision: after, untilRevision: until, keyPrefix: prefix },
-      outgoingMetadata(opts),
-      { deadline: new Date(Date.now() + (opts.timeoutMs ?? 30000)) },
-    );
-    try {
-      for await (const msg of call as AsyncIterable<watch.ChangeEvent>) yield msg;
-    } catch (err) {
-      throw fromGrpcError(err, 'watch-fanout');
-    } finally {
-      call.cancel();
+    const replicas = this.rotation();
+    for (const [i, client] of replicas.entries()) {
+      const call = client.catchUp({ afterRevision: after, untilRevision: until, keyPrefix: prefix }, outgoingMetadata(opts), {
+        deadline: new Date(Date.now() + (opts.timeoutMs ?? 30000)),
+      });
+      let answered = false;
+      try {
+        for await (const msg of call as AsyncIterable<watch.ChangeEvent>) {
+          answered = true;
+          yield msg;
+        }
+        return;
+      } catch (err) {
+        if (!answered && i < replicas.length - 1 && isUnavailable(err)) continue;
+        throw fromGrpcError(err, 'watch-fanout');
+      } finally {
+        call.cancel();
+      }
     }
   }
 
   async head(opts?: CallOptions): Promise<{ revision: number; oldestRevision: number }> {
-    return callUnary('watch-fanout', this.client.head.bind(this.client), {}, opts);
+    const replicas = this.rotation();
+    for (const [i, client] of replicas.entries()) {
+      try {
+        return await callUnary('watch-fanout', client.head.bind(client), {}, opts);
+      } catch (err) {
+        if (i === replicas.length - 1 || !(err instanceof ApiError && err.code === 503)) throw err;
+      }
+    }
+    throw new Error('unreachable');
   }
 }

@@ -26,6 +26,9 @@ export interface PublisherOptions {
 
 export const ELECTION_NAME = 'svc-watch-fanout';
 
+/** Publishes awaiting their acknowledgement at once. */
+const MAX_IN_FLIGHT = 256;
+
 interface Position {
   revision: number;
   sequence: number;
@@ -44,6 +47,9 @@ export class Publisher {
   private position: Position = { revision: 0, sequence: 0 };
   private queue: Promise<void> = Promise.resolve();
   private resign: (() => Promise<void>) | undefined;
+  /** Counts terms of leadership, so late acknowledgements of an old term are ignored. */
+  private term = 0;
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly opts: PublisherOptions) {}
 
@@ -103,6 +109,7 @@ export class Publisher {
   private async lead(): Promise<void> {
     const { etcd, log } = this.opts;
     this.leading = true;
+    this.term++;
     const onBus = await this.busPosition();
     if (onBus) {
       this.position = onBus;
@@ -170,15 +177,36 @@ export class Publisher {
     await this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false });
   }
 
+  /**
+   * Publishes without waiting for the previous acknowledgement: each message
+   * names the sequence it must follow, so the bus still rejects anything out
+   * of order or from a second publisher, and the first rejected or
+   * unexpected acknowledgement ends this term of leadership. At most
+   * MAX_IN_FLIGHT publishes await their acknowledgements at once.
+   */
   private async publish(event: watch.ChangeEvent): Promise<void> {
     let data = encodeEvent(event);
     // Leave room for headers; oversized changes travel without their objects.
     if (data.length > this.opts.maxPayload - 4096) data = encodeEvent(truncate(event));
     const subject = event.type === watch.EventType.EVENT_TYPE_PROGRESS ? PROGRESS_SUBJECT : subjectFor(event.key);
-    const ack = await this.opts.js.publish(subject, data, {
-      msgID: `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`,
-      expect: { lastSequence: this.position.sequence },
-    });
-    this.position = { revision: event.revision, sequence: ack.seq };
+    const expected = this.position.sequence;
+    this.position = { revision: event.revision, sequence: expected + 1 };
+    const term = this.term;
+    const acked = this.opts.js
+      .publish(subject, data, {
+        msgID: `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`,
+        expect: { lastSequence: expected },
+      })
+      .then((ack) => {
+        if (ack.duplicate || ack.seq !== expected + 1) {
+          throw new Error(`the bus stored revision ${event.revision} at sequence ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}, expected ${expected + 1}`);
+        }
+      })
+      .catch((err: unknown) => {
+        if (this.leading && term === this.term) this.fail('publish failed', err);
+      })
+      .finally(() => this.inFlight.delete(acked));
+    this.inFlight.add(acked);
+    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
   }
 }

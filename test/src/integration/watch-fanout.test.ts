@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
+import { freePort, startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
 import { start as startFanout, ChangeSubscriber, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
 
@@ -91,6 +91,22 @@ describe('watch fan-out on etcd and NATS', () => {
       fanout.close();
       expect(events.map((e) => e.revision)).toEqual([first.revision, second.revision, second.revision]);
       expect(events[2]?.type).toBe(watch.EventType.EVENT_TYPE_PROGRESS);
+    }
+  });
+
+  test('a client given several replicas skips one that is down, for head and catch-up', async () => {
+    const down = `127.0.0.1:${await freePort()}`;
+    const fanout = new WatchFanoutClient(`${down},${replicas[0]?.address ?? ''}`);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const head = (await fanout.head({ timeoutMs: 5000 })).revision;
+        expect(head).toBeGreaterThan(0);
+        const events: watch.ChangeEvent[] = [];
+        for await (const e of fanout.catchUp(head, 0, '/registry/none/')) events.push(e);
+        expect(events.at(-1)?.type).toBe(watch.EventType.EVENT_TYPE_PROGRESS);
+      }
+    } finally {
+      fanout.close();
     }
   });
 

@@ -1,0 +1,90 @@
+import type { Request, Response } from 'express';
+import { ApiError, type UserInfo } from '@svc/apimachinery';
+import { createLogger } from '@svc/service-kit';
+import type { GatewayDeps } from '../backends';
+import { initRequestState, userFrom, withRequestInfo, withUser } from '../context';
+import { DEFAULT_LIMITS } from '../server';
+import { withAuthentication } from './authentication';
+import { withAuthorization } from './authorization';
+
+/** The authentication and authorization caches in front of authn and authz. */
+const admin: UserInfo = { username: 'alice', uid: '', groups: ['dev', 'system:authenticated'], extra: {} };
+const quiet = createLogger('test', { write: () => undefined });
+
+function request(headers: Record<string, string>): Request {
+  const req = { headers, method: 'GET', path: '/api/v1/namespaces/a/configmaps', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;
+  initRequestState(req, 'r1', quiet);
+  return req;
+}
+
+function deps(calls: { authn: number; authz: number }, opts: { ttlMs: number; allow: boolean }): GatewayDeps {
+  return {
+    limits: { ...DEFAULT_LIMITS, authnCacheTtlMs: opts.ttlMs, authzCacheTtlMs: opts.ttlMs },
+    authn: {
+      authenticate: async (input: { headers: Record<string, string[]> }) => {
+        calls.authn++;
+        return input.headers['authorization']?.[0] === 'Bearer good' ? { authenticated: true, user: admin, method: 'token' } : { authenticated: false, error: 'bad token' };
+      },
+    },
+    authz: {
+      authorize: async () => {
+        calls.authz++;
+        return { decision: opts.allow ? 'allow' : 'deny', reason: '' };
+      },
+    },
+  } as unknown as GatewayDeps;
+}
+
+const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [] };
+
+describe('authentication cache', () => {
+  it('asks authn once for the same credentials, and again for different ones', async () => {
+    const calls = { authn: 0, authz: 0 };
+    const seen: string[] = [];
+    const filter = withAuthentication(async (req) => void seen.push(userFrom(req).username), deps(calls, { ttlMs: 60000, allow: true }));
+    await filter(request({ authorization: 'Bearer good' }), {} as Response);
+    await filter(request({ authorization: 'Bearer good' }), {} as Response);
+    expect(calls.authn).toBe(1);
+    await expect(filter(request({ authorization: 'Bearer bad' }), {} as Response)).rejects.toBeInstanceOf(ApiError);
+    await expect(filter(request({ authorization: 'Bearer bad' }), {} as Response)).rejects.toBeInstanceOf(ApiError);
+    expect(calls.authn).toBe(3); // rejections are not remembered
+    expect(seen).toEqual(['alice', 'alice']);
+  });
+
+  it('does not cache requests without credentials, nor anything with a time to live of 0', async () => {
+    const calls = { authn: 0, authz: 0 };
+    const noCache = withAuthentication(async () => undefined, deps(calls, { ttlMs: 0, allow: true }));
+    await noCache(request({ authorization: 'Bearer good' }), {} as Response);
+    await noCache(request({ authorization: 'Bearer good' }), {} as Response);
+    expect(calls.authn).toBe(2);
+    const cached = withAuthentication(async () => undefined, deps(calls, { ttlMs: 60000, allow: true }));
+    await expect(cached(request({}), {} as Response)).rejects.toBeInstanceOf(ApiError);
+    await expect(cached(request({}), {} as Response)).rejects.toBeInstanceOf(ApiError);
+    expect(calls.authn).toBe(4);
+  });
+});
+
+describe('authorization cache', () => {
+  it('reuses a decision for the same user and attributes, for allow and deny alike', async () => {
+    for (const allow of [true, false]) {
+      const calls = { authn: 0, authz: 0 };
+      let handled = 0;
+      const filter = withAuthorization(async () => void handled++, deps(calls, { ttlMs: 60000, allow }));
+      const run = async (user: UserInfo, namespace: string): Promise<void> => {
+        const req = request({});
+        withRequestInfo(req, { ...info, namespace });
+        withUser(req, user);
+        await filter(req, {} as Response).catch((err: unknown) => {
+          if (!(err instanceof ApiError) || err.code !== 403) throw err;
+        });
+      };
+      await run(admin, 'a');
+      await run(admin, 'a');
+      expect(calls.authz).toBe(1);
+      await run(admin, 'b');
+      await run({ ...admin, groups: ['system:authenticated'] }, 'a');
+      expect(calls.authz).toBe(3);
+      expect(handled).toBe(allow ? 4 : 0);
+    }
+  });
+});
