@@ -17,6 +17,7 @@ import {
   type StoredKey,
   type UserInfo,
 } from '@svc/apimachinery';
+import { trackUpdate } from '@svc/merge';
 import type { StoredResult } from '@svc/storage';
 import type { GatewayDeps } from './backends';
 
@@ -38,8 +39,33 @@ export interface WriteContext {
   subresource: string;
   dryRun: boolean;
   fieldValidation: FieldValidation;
+  /**
+   * Who the write's changed fields are recorded for in `managedFields` (as an
+   * Update); undefined when the write records ownership itself (apply).
+   */
+  fieldManager?: string;
   warn(text: string): void;
   now?: Date;
+}
+
+/** Records the fields a create, update or non-apply patch changed, for its field manager. */
+function recordManagedFields(ctx: WriteContext, obj: ApiObject, old: ApiObject | undefined): ApiObject {
+  if (ctx.fieldManager === undefined) return obj;
+  let tracked;
+  try {
+    tracked = trackUpdate({
+      old,
+      new: obj,
+      manager: ctx.fieldManager,
+      apiVersion: groupVersion(ctx.def),
+      now: ctx.now ?? new Date(),
+      schema: ctx.def.schema,
+      ...(ctx.subresource ? { subresource: ctx.subresource } : {}),
+    });
+  } catch (err) {
+    throw ApiError.from(err);
+  }
+  return { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields: tracked.managedFields as NonNullable<ApiObject['metadata']>['managedFields'] } };
 }
 
 export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {
@@ -167,7 +193,7 @@ export async function createObject(ctx: WriteContext, input: ApiObject): Promise
   def.strategy.prepareForCreate?.(obj);
   def.strategy.applyDefaults?.(obj);
   throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? [])]);
-  const admitted = (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined)) as ApiObject;
+  const admitted = recordManagedFields(ctx, (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined)) as ApiObject, undefined);
   const key = keyOf(def, ctx.namespace, admitted.metadata?.name ?? '');
   const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs, dryRun: ctx.dryRun };
   // A generated name that collides is retried with a new suffix.
@@ -261,8 +287,9 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     const admitted = (await admit(ctx, 'UPDATE', name, obj, current.object)) as ApiObject;
     // An update that changes nothing is not written: same resourceVersion, no event.
     if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
+    const tracked = recordManagedFields(ctx, admitted, current.object);
     try {
-      const result = await ctx.deps.storage.update(key, admitted, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
+      const result = await ctx.deps.storage.update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.
       if (result.object.metadata?.deletionTimestamp && (result.object.metadata.finalizers ?? []).length === 0 && !ctx.dryRun) {
         const removed = await ctx.deps.storage.delete(key, { revision: result.revision }, callOpts);

@@ -123,8 +123,10 @@ describe('bad input', () => {
   test('a backend that is down gives 503 with Retry-After, and the gateway keeps serving the rest', async () => {
     const authz = env.processes.find((p) => p.name === 'authz');
     await authz?.stop();
-    const res = await adminRequest(env, 'GET', `${base}/keep`);
-    // system:masters is decided by authz too, so the request cannot be authorized now.
+    // A request the gateway has not authorized before (decisions are cached
+    // for a few seconds): system:masters is decided by authz too, so it
+    // cannot be authorized now.
+    const res = await adminRequest(env, 'GET', `${base}/never-asked-for`);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('1');
     expect(res.json()).toMatchObject({ kind: 'Status', reason: 'ServiceUnavailable', code: 503 });

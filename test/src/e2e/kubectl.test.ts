@@ -41,6 +41,10 @@ describe('kubectl end to end', () => {
     const cm = JSON.parse((await kubectl(['get', 'configmap', 'game', '-n', 'typed', '-o', 'json'])).stdout);
     expect(cm.data).toEqual({ lives: '3', level: '7' });
     expect(cm.metadata).not.toHaveProperty('generation');
+    // The create is recorded for kubectl's field manager, as an Update owning what it set.
+    const managed = JSON.parse((await kubectl(['get', 'configmap', 'game', '-n', 'typed', '-o', 'json', '--show-managed-fields'])).stdout).metadata.managedFields;
+    expect(managed).toEqual([expect.objectContaining({ manager: 'kubectl-create', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1' })]);
+    expect(managed[0].fieldsV1['f:data']).toEqual({ '.': {}, 'f:level': {}, 'f:lives': {} });
     const secret = JSON.parse((await kubectl(['get', 'secret', 'db', '-n', 'typed', '-o', 'json'])).stdout);
     expect(secret.type).toBe('Opaque');
     expect(Buffer.from(secret.data.password, 'base64').toString()).toBe('hunter2');

@@ -59,8 +59,23 @@ export function writeContext(req: Request, r: ResourceRequest): WriteContext {
     subresource: r.info.subresource,
     dryRun: parseDryRun(req),
     fieldValidation: parseFieldValidation(req),
+    fieldManager: fieldManagerOf(req),
     warn: (text) => addWarning(req, text),
   };
+}
+
+/**
+ * The `fieldManager` query parameter, or else the client's name from its
+ * User-Agent (the part before the first `/`), as the original server does.
+ */
+export function fieldManagerOf(req: Request): string {
+  const explicit = query(req, 'fieldManager');
+  if (explicit !== undefined && explicit !== '') {
+    if (explicit.length > 128) throw ApiError.badRequest(`fieldManager: Invalid value: "${explicit.slice(0, 32)}...": must be no more than 128 characters`);
+    return explicit;
+  }
+  const agent = (req.headers['user-agent'] ?? '').split('/')[0]?.trim().slice(0, 128) ?? '';
+  return agent === '' ? 'unknown' : agent;
 }
 
 export function callOptions(req: Request, r: ResourceRequest) {

@@ -26,8 +26,10 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   }
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
   if (body.length === 0) throw ApiError.badRequest('the patch document is empty');
-  const ctx = writeContext(req, r);
   const isApply = type === APPLY_YAML || type === APPLY_JSON;
+  // Apply records ownership itself; other patches are tracked as updates.
+  const { fieldManager: updateManager, ...applyCtx } = writeContext(req, r);
+  const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager };
   const patch = isApply ? parseYaml(body) : parseJson(body);
   const fieldManager = query(req, 'fieldManager') ?? '';
   const force = query(req, 'force') === 'true';
