@@ -1,3 +1,5 @@
+import { rfc3339 } from '@svc/apimachinery';
+
 /**
  * The JSON forms of the two timestamp messages: `Time` is RFC 3339 with
  * second precision, `MicroTime` RFC 3339 with six fractional digits, both in
@@ -25,18 +27,13 @@ export function parseTimestamp(text: string): Timestamp | undefined {
   return { seconds: BigInt(Math.floor(ms / 1000)), nanos };
 }
 
-function isoSeconds(ts: Timestamp): string {
-  const date = new Date(Number(ts.seconds) * 1000);
-  return date.toISOString().slice(0, 19);
-}
-
 /** `Time` on the JSON side: `2024-01-02T03:04:05Z`. */
 export function formatTime(ts: Timestamp): string {
-  return `${isoSeconds(ts)}Z`;
+  return rfc3339(new Date(Number(ts.seconds) * 1000));
 }
 
-/** `MicroTime` on the JSON side: `2024-01-02T03:04:05.123456Z`. */
+/** `MicroTime` on the JSON side: `2024-01-02T03:04:05.123456Z` (all six digits from the nanos). */
 export function formatMicroTime(ts: Timestamp): string {
-  const micros = Math.floor(ts.nanos / 1000);
-  return `${isoSeconds(ts)}.${String(micros).padStart(6, '0')}Z`;
+  const micros = String(Math.floor(ts.nanos / 1000)).padStart(6, '0');
+  return formatTime(ts).replace(/Z$/, `.${micros}Z`);
 }

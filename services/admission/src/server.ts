@@ -80,12 +80,11 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
         oldObject: parseJson(req.oldObject, 'oldObject'),
         dryRun: req.dryRun,
       };
-      const both = req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING;
-      if (req.phase === admission.Phase.PHASE_MUTATING || both) {
+      if (req.phase === admission.Phase.PHASE_MUTATING || req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING) {
         const result = await runMutating(plugins, attrs);
-        if (!both || (result.changed && result.object)) {
-          return { object: result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: false };
-        }
+        const mutated = result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : undefined;
+        // Validation in the same call only holds for the object the caller already validated.
+        if (mutated || req.phase === admission.Phase.PHASE_MUTATING) return { object: mutated ?? Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: false };
       }
       await runValidating(plugins, attrs);
       ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
