@@ -66,7 +66,6 @@ export function fromGrpcError(err: unknown, service: string): ApiError {
 export interface CallContext {
   requestId: string;
   log: Logger;
-  metadata: grpc.Metadata;
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
 }
@@ -75,27 +74,38 @@ function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerW
   const requestId = String(call.metadata.get(REQUEST_ID_HEADER)[0] ?? '');
   const controller = new AbortController();
   call.on('cancelled', () => controller.abort());
-  return { requestId, log: requestId ? log.with({ requestId }) : log, metadata: call.metadata, signal: controller.signal };
+  return { requestId, log: requestId ? log.with({ requestId }) : log, signal: controller.signal };
+}
+
+/** The work behind a unary method, independent of how the call arrived. */
+export type UnaryFn<Req, Res> = (req: Req, ctx: CallContext) => Promise<Res>;
+
+/**
+ * A unary handler that also exposes its work (`run`), so the service's
+ * `Calls` stream (call-stream.ts) can serve the same method.
+ */
+export type UnaryHandler<Req, Res> = grpc.handleUnaryCall<Req, Res> & { readonly run: (req: Req, ctx: CallContext) => Promise<Res> };
+
+/** Logs a failed call: server faults as errors, rejections at debug level. */
+export function logFailure(ctx: CallContext, method: string, apiError: ApiError): void {
+  if (apiError.code >= 500) ctx.log.error('call failed', { method, code: apiError.code, err: apiError.cause ?? apiError });
+  else ctx.log.debug('call rejected', { method, code: apiError.code, reason: apiError.reason });
 }
 
 /** A unary handler whose errors become statuses with the API Status attached. */
-export function unary<Req, Res>(
-  log: Logger,
-  method: string,
-  fn: (req: Req, ctx: CallContext) => Promise<Res>,
-): grpc.handleUnaryCall<Req, Res> {
-  return (call, callback) => {
+export function unary<Req, Res>(log: Logger, method: string, fn: UnaryFn<Req, Res>): UnaryHandler<Req, Res> {
+  const handler: grpc.handleUnaryCall<Req, Res> = (call, callback) => {
     const ctx = callContext(call, log);
     fn(call.request, ctx).then(
       (res) => callback(null, res),
       (err: unknown) => {
         const apiError = ApiError.from(err);
-        if (apiError.code >= 500) ctx.log.error('call failed', { method, code: apiError.code, err: apiError.cause ?? apiError });
-        else ctx.log.debug('call rejected', { method, code: apiError.code, reason: apiError.reason });
+        logFailure(ctx, method, apiError);
         callback(toGrpcError(apiError));
       },
     );
   };
+  return Object.assign(handler, { run: fn });
 }
 
 /** A server-streaming handler: `fn` writes with `send` and resolves when done. */
@@ -130,10 +140,15 @@ export interface GrpcServerHandle {
   close(): Promise<void>;
 }
 
-/** Starts a gRPC server with the given services on `address` (host:port). */
+/**
+ * Starts a gRPC server with the given services on `address` (host:port).
+ * `drain` runs first on close: long-lived streams end there once idle
+ * (see CallsServer), so a graceful shutdown need not wait them out.
+ */
 export async function startGrpcServer(
   address: string,
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
+  options: { drain?: () => void } = {},
 ): Promise<GrpcServerHandle> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
   for (const s of services) server.addService(s.definition, s.implementation);
@@ -146,6 +161,7 @@ export async function startGrpcServer(
     address: `${host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        options.drain?.();
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();
@@ -171,13 +187,18 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** The active trace context, as W3C headers. */
+export function traceCarrier(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(otelContext.active(), carrier);
+  return carrier;
+}
+
 /** Metadata for an outgoing call: request id and trace context. */
 export function outgoingMetadata(opts: CallOptions = {}): grpc.Metadata {
   const md = new grpc.Metadata();
   if (opts.requestId) md.set(REQUEST_ID_HEADER, opts.requestId);
-  const carrier: Record<string, string> = {};
-  propagation.inject(otelContext.active(), carrier);
-  for (const [k, v] of Object.entries(carrier)) md.set(k, v);
+  for (const [k, v] of Object.entries(traceCarrier())) md.set(k, v);
   return md;
 }
 

@@ -15,10 +15,15 @@ export {
   startGrpcServer,
   outgoingMetadata,
   callUnary,
+  logFailure,
+  traceCarrier,
   type CallContext,
+  type UnaryFn,
+  type UnaryHandler,
   type CallOptions,
   type GrpcServerHandle,
 } from './grpc';
+export { CallsServer, CallStream, type UnaryMethodDefinition } from './call-stream';
 export { runMain } from './main';
 export { toProtoUser, fromProtoUser } from './user';
 export * from './ttl-cache';

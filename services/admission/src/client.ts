@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ApiObject, UserInfo } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
-import { CLIENT_OPTIONS, callUnary, toProtoUser, type CallOptions } from '@svc/service-kit';
+import { CLIENT_OPTIONS, CallStream, toProtoUser, type CallOptions } from '@svc/service-kit';
 import type { AdmissionOperation } from './plugins';
 
 /**
@@ -48,22 +48,24 @@ const OPERATION: Record<AdmissionOperation, admission.Operation> = {
 
 const json = (v: unknown): Buffer => (v === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(v)));
 
-/** Typed client of the admission service. */
+/** Typed client of the admission service; calls travel on its Calls stream. */
 export class AdmissionClient {
   private readonly client: admission.AdmissionClient;
+  private readonly calls: CallStream;
 
   constructor(address: string) {
     this.client = new admission.AdmissionClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.calls = new CallStream('admission', () => this.client.calls());
   }
 
   close(): void {
+    this.calls.close();
     this.client.close();
   }
 
   async admit(input: AdmitInput, opts?: CallOptions): Promise<AdmitOutput> {
-    const res = await callUnary(
-      'admission',
-      this.client.admit.bind(this.client),
+    const res = await this.calls.call(
+      admission.AdmissionService.admit,
       {
         uid: opts?.requestId ?? '',
         phase: PHASE[input.phase],

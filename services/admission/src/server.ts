@@ -1,6 +1,6 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
-import { TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage';
 import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
@@ -64,7 +64,7 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
   const storage = new StorageClient(config.storageAddress);
   const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
-  const implementation: admission.AdmissionServer = {
+  const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];
       if (!operation) throw ApiError.badRequest('admission request without an operation');
@@ -91,7 +91,9 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
       return { object: Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: true };
     }),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }]);
+  const calls = new CallsServer(log, admission.AdmissionService, unaryMethods, ['admit']);
+  const implementation: admission.AdmissionServer = { ...unaryMethods, calls: calls.handler };
+  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { drain: () => calls.drain() });
   log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name) });
   return {
     address: server.address,

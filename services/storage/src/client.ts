@@ -1,9 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
-import { CLIENT_OPTIONS, callUnary, type CallOptions } from '@svc/service-kit';
+import { CLIENT_OPTIONS, CallStream, callUnary, type CallOptions } from '@svc/service-kit';
 
-/** Typed client of the storage service; objects in and out as parsed JSON. */
+/** Options and results of the storage client; objects in and out as parsed JSON. */
 export interface ReadAtOptions {
   revision?: number;
   minRevision?: number;
@@ -46,19 +46,26 @@ function encode(obj: ApiObject): Buffer {
   return Buffer.from(JSON.stringify(obj));
 }
 
+/**
+ * Typed client of the storage service. Get, create, update, delete and
+ * currentRevision travel on the service's Calls stream; list is unary.
+ */
 export class StorageClient {
   private readonly client: storage.StorageClient;
+  private readonly calls: CallStream;
 
   constructor(address: string) {
     this.client = new storage.StorageClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.calls = new CallStream('storage', () => this.client.calls());
   }
 
   close(): void {
+    this.calls.close();
     this.client.close();
   }
 
   async get(key: StoredKey, at: ReadAtOptions = {}, opts?: CallOptions): Promise<StoredResult> {
-    const res = await callUnary('storage', this.client.get.bind(this.client), { key, at: { revision: at.revision ?? 0, minRevision: at.minRevision ?? 0 } }, opts);
+    const res = await this.calls.call(storage.StorageService.get, { key, at: { revision: at.revision ?? 0, minRevision: at.minRevision ?? 0 } }, opts);
     return { object: parse(res.object), revision: res.revision };
   }
 
@@ -82,14 +89,13 @@ export class StorageClient {
   }
 
   async create(key: StoredKey, obj: ApiObject, opts: WriteOptions = {}): Promise<StoredResult> {
-    const res = await callUnary('storage', this.client.create.bind(this.client), { key, object: encode(obj), dryRun: opts.dryRun ?? false }, opts);
+    const res = await this.calls.call(storage.StorageService.create, { key, object: encode(obj), dryRun: opts.dryRun ?? false }, opts);
     return { object: parse(res.object), revision: res.revision };
   }
 
   async update(key: StoredKey, obj: ApiObject, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
-    const res = await callUnary(
-      'storage',
-      this.client.update.bind(this.client),
+    const res = await this.calls.call(
+      storage.StorageService.update,
       { key, object: encode(obj), preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
       opts,
     );
@@ -97,9 +103,8 @@ export class StorageClient {
   }
 
   async delete(key: StoredKey, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
-    const res = await callUnary(
-      'storage',
-      this.client.delete.bind(this.client),
+    const res = await this.calls.call(
+      storage.StorageService.delete,
       { key, preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
       opts,
     );
@@ -107,7 +112,7 @@ export class StorageClient {
   }
 
   async currentRevision(opts?: CallOptions): Promise<number> {
-    const res = await callUnary('storage', this.client.currentRevision.bind(this.client), {}, opts);
+    const res = await this.calls.call(storage.StorageService.currentRevision, {}, opts);
     return res.revision;
   }
 }

@@ -92,7 +92,12 @@ function decode(value: Buffer, revision: string | number, key: string): StoredOb
   } catch (err) {
     throw ApiError.internal(`stored object at ${key} cannot be decoded`, err);
   }
-  object.metadata = { ...(object.metadata ?? {}), resourceVersion: String(revision) };
+  return stamped(object, revision);
+}
+
+/** The object as read back at `revision`: a copy with that resourceVersion. */
+function stamped(obj: ApiObject, revision: string | number): StoredObject {
+  const object = { ...obj, metadata: { ...(obj.metadata ?? {}), resourceVersion: String(revision) } };
   return { object, json: Buffer.from(JSON.stringify(object)), revision: Number(revision) };
 }
 
@@ -297,7 +302,7 @@ export class EtcdStore {
     if (dryRun) {
       const existing = await this.range({ key: k, count_only: true });
       if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
-      return decode(value, existing.header.revision, objectKey(key));
+      return stamped(obj, existing.header.revision);
     }
     let res;
     try {
@@ -310,7 +315,7 @@ export class EtcdStore {
       throw translateEtcdError(err);
     }
     if (!res.succeeded) throw ApiError.alreadyExists(groupResource(key), key.name);
-    return decode(value, res.header.revision, objectKey(key));
+    return stamped(obj, res.header.revision);
   }
 
   /**
@@ -322,7 +327,7 @@ export class EtcdStore {
     const k = Buffer.from(objectKey(key));
     const value = encodeForStore(obj);
     const current = await this.checkPreconditions(key, pre);
-    if (dryRun) return decode(value, current.mod_revision, objectKey(key));
+    if (dryRun) return stamped(obj, current.mod_revision);
     let res;
     try {
       res = await this.client.kv.txn({
@@ -338,7 +343,7 @@ export class EtcdStore {
       if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
       return this.update(key, obj, pre, dryRun);
     }
-    return decode(value, res.header.revision, objectKey(key));
+    return stamped(obj, res.header.revision);
   }
 
   async delete(key: StoredKey, pre: Preconditions = {}, dryRun = false): Promise<{ deleted: StoredObject; revision: number }> {

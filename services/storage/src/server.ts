@@ -1,7 +1,7 @@
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import { ApiError } from '@svc/apimachinery';
 import { storage, type common } from '@svc/proto';
-import { createLogger, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { CallsServer, createLogger, startGrpcServer, unary, type Logger } from '@svc/service-kit';
 import { EtcdStore } from './etcd-store';
 
 export interface StorageConfig {
@@ -37,7 +37,7 @@ function parseObject(bytes: Uint8Array): ApiObject {
 export async function start(config: StorageConfig): Promise<StorageHandle> {
   const log = config.logger ?? createLogger('storage');
   const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000 });
-  const implementation: storage.StorageServer = {
+  const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
       const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });
       return { object: res.json, revision: res.revision };
@@ -70,7 +70,9 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
     }),
     currentRevision: unary(log, 'CurrentRevision', async () => store.currentRevision()),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }]);
+  const calls = new CallsServer(log, storage.StorageService, unaryMethods, ['get', 'create', 'update', 'delete', 'currentRevision']);
+  const implementation: storage.StorageServer = { ...unaryMethods, calls: calls.handler };
+  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }], { drain: () => calls.drain() });
   log.info('storage listening', { address: server.address, etcd: config.etcdEndpoints });
   return {
     address: server.address,

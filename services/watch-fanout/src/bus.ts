@@ -1,4 +1,4 @@
-import { RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from 'nats';
+import { RetentionPolicy, StorageType, DiscardPolicy, createInbox, headers, type JetStreamManager, type Msg, type NatsConnection, type Subscription } from 'nats';
 import { parseObjectKey } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 
@@ -53,6 +53,103 @@ export async function ensureStream(jsm: JetStreamManager, windowMs: number): Pro
     } catch (addErr) {
       // Another replica created it between our check and our add.
       if (!/already in use|already exists/i.test((addErr as Error).message)) throw addErr;
+    }
+  }
+}
+
+/** The bus's answer to one publish. */
+export interface PublishAck {
+  seq: number;
+  duplicate: boolean;
+}
+
+interface AwaitingAck {
+  resolve(ack: PublishAck): void;
+  reject(err: Error): void;
+  sentAt: number;
+}
+
+/**
+ * Publishes into the stream and collects JetStream's acknowledgements on one
+ * inbox subscription. The client library's `jetstream().publish` is a
+ * request per message (its own inbox entry, timer and error object); the
+ * publisher keeps hundreds in flight, so it takes the cheaper route: a plain
+ * publish with a reply subject, the same headers, and one sweep that fails
+ * every publish whose acknowledgement is overdue.
+ */
+export class AckedPublisher {
+  private readonly prefix = createInbox();
+  private readonly awaiting = new Map<number, AwaitingAck>();
+  private readonly sub: Subscription;
+  private readonly sweep: NodeJS.Timeout;
+  private next = 1;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly ackTimeoutMs = 5000,
+  ) {
+    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, msg) => (err ? this.failAll(err) : this.onAck(msg)) });
+    this.sweep = setInterval(() => this.expire(), Math.min(1000, ackTimeoutMs));
+    this.sweep.unref();
+  }
+
+  /** Publishes now (the write is batched with others in the same tick); resolves with the stream's acknowledgement. */
+  publish(subject: string, data: Uint8Array, msgId: string, expectedLastSequence: number): Promise<PublishAck> {
+    const token = this.next++;
+    const h = headers();
+    h.set('Nats-Msg-Id', msgId);
+    h.set('Nats-Expected-Last-Sequence', String(expectedLastSequence));
+    return new Promise<PublishAck>((resolve, reject) => {
+      this.awaiting.set(token, { resolve, reject, sentAt: Date.now() });
+      try {
+        this.nc.publish(subject, data, { reply: `${this.prefix}.${token}`, headers: h });
+      } catch (err) {
+        this.awaiting.delete(token);
+        reject(err as Error);
+      }
+    });
+  }
+
+  /** Fails every publish still awaiting its acknowledgement. */
+  failAll(err: Error): void {
+    const open = [...this.awaiting.values()];
+    this.awaiting.clear();
+    for (const a of open) a.reject(err);
+  }
+
+  close(): void {
+    clearInterval(this.sweep);
+    this.sub.unsubscribe();
+    this.failAll(new Error('publisher closed'));
+  }
+
+  private onAck(msg: Msg): void {
+    const token = Number(msg.subject.slice(this.prefix.length + 1));
+    const a = this.awaiting.get(token);
+    if (!a) return;
+    this.awaiting.delete(token);
+    if (msg.headers && msg.headers.code >= 300) {
+      // A status without a body: 503 when no stream takes the subject.
+      a.reject(new Error(`the bus refused the publish: ${msg.headers.code} ${msg.headers.description}`));
+      return;
+    }
+    try {
+      const body = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { seq?: number; duplicate?: boolean; error?: { code?: number; description?: string } };
+      if (body.error) a.reject(new Error(`the bus refused the publish: ${body.error.description ?? 'unknown error'} (${body.error.code ?? 0})`));
+      else if (typeof body.seq !== 'number') a.reject(new Error('the bus acknowledged without a sequence'));
+      else a.resolve({ seq: body.seq, duplicate: body.duplicate === true });
+    } catch (err) {
+      a.reject(new Error(`undecodable acknowledgement: ${(err as Error).message}`));
+    }
+  }
+
+  private expire(): void {
+    const cutoff = Date.now() - this.ackTimeoutMs;
+    for (const [token, a] of this.awaiting) {
+      // Oldest first: Map iteration follows insertion order.
+      if (a.sentAt > cutoff) break;
+      this.awaiting.delete(token);
+      a.reject(new Error(`no acknowledgement from the bus within ${this.ackTimeoutMs} ms`));
     }
   }
 }

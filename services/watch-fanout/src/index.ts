@@ -9,5 +9,5 @@ export { WatchFanoutClient } from './client';
 export { ChangeSubscriber, type ChangeListener } from './subscriber';
 export { History, type AppendOutcome } from './history';
 export { Publisher, ELECTION_NAME } from './publisher';
-export { STREAM_NAME, SUBJECT_PREFIX, subjectFor, encodeEvent, decodeEvent } from './bus';
+export { STREAM_NAME, SUBJECT_PREFIX, subjectFor, encodeEvent, decodeEvent, ensureStream, AckedPublisher, type PublishAck } from './bus';
 export { WATCH_FANOUT_FLAGS } from './flags';

@@ -1,9 +1,9 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
-import type { JetStreamClient, JetStreamManager } from 'nats';
+import type { JetStreamManager, NatsConnection } from 'nats';
 import { REGISTRY_PREFIX } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
-import { STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, truncate } from './bus';
+import { AckedPublisher, STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, truncate } from './bus';
 
 /**
  * The publisher: while this replica leads (an etcd election), it tails etcd
@@ -14,7 +14,7 @@ import { STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, tr
  */
 export interface PublisherOptions {
   etcd: Etcd3;
-  js: JetStreamClient;
+  nc: NatsConnection;
   jsm: JetStreamManager;
   log: Logger;
   /** Identity announced in the election. */
@@ -34,6 +34,9 @@ interface Position {
   sequence: number;
 }
 
+/** What the etcd watch delivered, in order. */
+type Change = { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined } | { kind: 'compacted'; revision: number };
+
 function setResourceVersion(json: Buffer, revision: number): Buffer {
   const obj = JSON.parse(json.toString('utf8')) as { metadata?: Record<string, unknown> };
   obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
@@ -45,13 +48,20 @@ export class Publisher {
   private leading = false;
   private watcher: Watcher | undefined;
   private position: Position = { revision: 0, sequence: 0 };
-  private queue: Promise<void> = Promise.resolve();
+  /** Changes not yet published, oldest first. */
+  private backlog: Change[] = [];
+  private draining = false;
   private resign: (() => Promise<void>) | undefined;
   /** Counts terms of leadership, so late acknowledgements of an old term are ignored. */
   private term = 0;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Publishes awaiting their acknowledgement, and who waits for one to come back. */
+  private inFlight = 0;
+  private onAcked: (() => void) | undefined;
+  private readonly bus: AckedPublisher;
 
-  constructor(private readonly opts: PublisherOptions) {}
+  constructor(private readonly opts: PublisherOptions) {
+    this.bus = new AckedPublisher(opts.nc);
+  }
 
   get isLeader(): boolean {
     return this.leading;
@@ -65,6 +75,7 @@ export class Publisher {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.stepDown('stopping');
+    this.bus.close();
   }
 
   private campaign(): void {
@@ -89,6 +100,7 @@ export class Publisher {
   private async stepDown(why: string): Promise<void> {
     const wasLeading = this.leading;
     this.leading = false;
+    this.backlog = [];
     const w = this.watcher;
     this.watcher = undefined;
     if (w) await w.cancel().catch(() => undefined);
@@ -119,7 +131,7 @@ export class Publisher {
       const info = await this.opts.jsm.streams.info(STREAM_NAME);
       this.position = { revision: 0, sequence: info.state.last_seq };
       const head = Number((await etcd.kv.range({ key: Buffer.from(REGISTRY_PREFIX), count_only: true })).header.revision);
-      await this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+      this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
     }
     log.info('publishing from', { revision: this.position.revision + 1, sequence: this.position.sequence });
     const watcher = await etcd.watch().prefix(REGISTRY_PREFIX).withPreviousKV().startRevision(String(this.position.revision + 1)).create();
@@ -130,37 +142,51 @@ export class Publisher {
     this.watcher = watcher;
     watcher.on('data', (res) => {
       const compacted = Number(res.compact_revision ?? 0);
-      if (compacted > 0) {
-        this.enqueue(() => this.resetAfterCompaction(compacted));
-        return;
-      }
-      for (const e of res.events) {
-        this.enqueue(() => this.publishChange(e.type === 'Delete' ? 'delete' : 'put', e.kv, e.prev_kv));
-      }
+      if (compacted > 0) this.backlog.push({ kind: 'compacted', revision: compacted });
+      else for (const e of res.events) this.backlog.push({ kind: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv, prev: e.prev_kv });
+      this.drain();
     });
     watcher.on('error', (err) => this.fail('etcd watch failed', err));
   }
 
-  private enqueue(task: () => Promise<void>): void {
-    this.queue = this.queue.then(async () => {
-      if (!this.leading) return;
+  /**
+   * Publishes the backlog in order. Everything that fits under
+   * MAX_IN_FLIGHT goes out in the same tick, so the client writes the
+   * messages to the socket together; at the limit it waits for an
+   * acknowledgement.
+   */
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    void (async () => {
       try {
-        await task();
+        // stepDown empties the backlog, so a new term never publishes an old term's changes.
+        while (this.leading && this.backlog.length > 0) {
+          if (this.inFlight >= MAX_IN_FLIGHT) {
+            await new Promise<void>((resolve) => (this.onAcked = resolve));
+            continue;
+          }
+          const change = this.backlog.shift() as Change;
+          if (change.kind === 'compacted') await this.resetAfterCompaction(change.revision);
+          else this.publishChange(change.kind, change.kv, change.prev);
+        }
       } catch (err) {
         this.fail('publish failed', err);
+      } finally {
+        this.draining = false;
       }
-    });
+    })();
   }
 
   /** The revisions we would resume from are gone: start a new history at etcd's head. */
   private async resetAfterCompaction(compacted: number): Promise<void> {
     this.opts.log.warn('etcd history compacted past the bus; starting a new history', { compacted });
     const head = Number((await this.opts.etcd.kv.range({ key: Buffer.from(REGISTRY_PREFIX), count_only: true })).header.revision);
-    await this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+    this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
     this.fail('restart after compaction', new Error(`compacted at ${compacted}`));
   }
 
-  private async publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined): Promise<void> {
+  private publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined): void {
     const revision = Number(kv.mod_revision);
     if (revision <= this.position.revision) return;
     let type: watch.EventType;
@@ -174,17 +200,16 @@ export class Publisher {
       object = setResourceVersion(kv.value, revision);
     }
     const prevObject = prev ? setResourceVersion(prev.value, Number(prev.mod_revision)) : Buffer.alloc(0);
-    await this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false });
+    this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false });
   }
 
   /**
    * Publishes without waiting for the previous acknowledgement: each message
    * names the sequence it must follow, so the bus still rejects anything out
    * of order or from a second publisher, and the first rejected or
-   * unexpected acknowledgement ends this term of leadership. At most
-   * MAX_IN_FLIGHT publishes await their acknowledgements at once.
+   * unexpected acknowledgement ends this term of leadership.
    */
-  private async publish(event: watch.ChangeEvent): Promise<void> {
+  private publish(event: watch.ChangeEvent): void {
     let data = encodeEvent(event);
     // Leave room for headers; oversized changes travel without their objects.
     if (data.length > this.opts.maxPayload - 4096) data = encodeEvent(truncate(event));
@@ -192,11 +217,10 @@ export class Publisher {
     const expected = this.position.sequence;
     this.position = { revision: event.revision, sequence: expected + 1 };
     const term = this.term;
-    const acked = this.opts.js
-      .publish(subject, data, {
-        msgID: `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`,
-        expect: { lastSequence: expected },
-      })
+    const msgId = `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`;
+    this.inFlight++;
+    this.bus
+      .publish(subject, data, msgId, expected)
       .then((ack) => {
         if (ack.duplicate || ack.seq !== expected + 1) {
           throw new Error(`the bus stored revision ${event.revision} at sequence ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}, expected ${expected + 1}`);
@@ -205,8 +229,11 @@ export class Publisher {
       .catch((err: unknown) => {
         if (this.leading && term === this.term) this.fail('publish failed', err);
       })
-      .finally(() => this.inFlight.delete(acked));
-    this.inFlight.add(acked);
-    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
+      .finally(() => {
+        this.inFlight--;
+        const wake = this.onAcked;
+        this.onAcked = undefined;
+        wake?.();
+      });
   }
 }

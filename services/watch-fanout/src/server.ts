@@ -62,7 +62,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }
   })();
 
-  const publisher = new Publisher({ etcd, js, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024 });
+  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024 });
   publisher.start();
   const pruneTimer = setInterval(() => history.prune(), 10_000);
 

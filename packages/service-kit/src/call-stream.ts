@@ -1,0 +1,287 @@
+import * as grpc from '@grpc/grpc-js';
+import { ApiError, type Status } from '@svc/apimachinery';
+import type { common } from '@svc/proto';
+import { fromGrpcError, logFailure, toGrpcError, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
+import type { Logger } from './logger';
+
+/**
+ * A service's `Calls` stream: its unary methods multiplexed over one
+ * long-lived bidirectional gRPC stream (frames are svc.common.v1.CallFrame).
+ * A unary call in grpc-js opens an HTTP/2 stream, sends headers and
+ * trailers, and arms its own deadline machinery; a frame on an open stream
+ * costs a fraction of that, which matters on the write path where every
+ * create crosses admission and storage. Each method keeps its messages,
+ * its errors (the API Status travels in the frame) and its meaning.
+ */
+
+type Frame = common.CallFrame;
+
+const EMPTY = Buffer.alloc(0);
+
+function frame(fields: Partial<Frame> & { id: number }): Frame {
+  return { method: '', message: EMPTY, requestId: '', trace: {}, timeoutMs: 0, cancel: false, code: 0, details: '', status: '', ...fields };
+}
+
+function errorFrame(id: number, err: ApiError): Frame {
+  const status = toGrpcError(err);
+  return frame({ id, code: status.code ?? grpc.status.UNKNOWN, details: status.details ?? err.message, status: JSON.stringify(err.toStatus()) });
+}
+
+interface Route {
+  method: string;
+  decode(bytes: Buffer): unknown;
+  encode(value: unknown): Buffer;
+  run(req: unknown, ctx: CallContext): Promise<unknown>;
+}
+
+/** A framed call's context; the logger and abort signal are made on first use. */
+class FrameContext implements CallContext {
+  private controller: AbortController | undefined;
+  private logger: Logger | undefined;
+  private aborted = false;
+
+  constructor(
+    readonly requestId: string,
+    private readonly base: Logger,
+  ) {}
+
+  get log(): Logger {
+    this.logger ??= this.requestId ? this.base.with({ requestId: this.requestId }) : this.base;
+    return this.logger;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.controller?.abort();
+  }
+}
+
+/** One open stream on the serving side. */
+interface OpenStream {
+  call: grpc.ServerDuplexStream<Frame, Frame>;
+  inFlight: Map<number, FrameContext>;
+  /** The caller finished sending, or the server is closing: end once idle. */
+  closing: boolean;
+}
+
+/**
+ * The serving side. Routes every frame to the unary handler of the same
+ * method (handlers built with `unary`), answers on the same stream, and on
+ * `drain` lets in-flight calls finish before ending each stream.
+ */
+export class CallsServer {
+  private readonly routes = new Map<string, Route>();
+  private readonly open = new Set<OpenStream>();
+  private draining = false;
+
+  /** `methods` names the implementation's keys the stream serves. */
+  constructor(
+    private readonly log: Logger,
+    definition: grpc.ServiceDefinition,
+    implementation: Record<string, unknown>,
+    methods: string[],
+  ) {
+    for (const key of methods) {
+      const def = definition[key];
+      const handler = implementation[key] as UnaryHandler<unknown, unknown> | undefined;
+      if (!def || def.requestStream || def.responseStream || typeof handler?.run !== 'function') {
+        throw new Error(`${key} is not a unary method built with unary()`);
+      }
+      this.routes.set(def.path, {
+        method: def.path.slice(def.path.lastIndexOf('/') + 1),
+        decode: def.requestDeserialize,
+        encode: def.responseSerialize,
+        run: handler.run,
+      });
+    }
+  }
+
+  /** The `Calls` method's handler. */
+  readonly handler: grpc.handleBidiStreamingCall<Frame, Frame> = (call) => {
+    const stream: OpenStream = { call, inFlight: new Map(), closing: this.draining };
+    this.open.add(stream);
+    const abortAll = (): void => {
+      for (const c of stream.inFlight.values()) c.abort();
+      this.open.delete(stream);
+    };
+    call.on('data', (f: Frame) => this.serve(stream, f));
+    call.on('end', () => {
+      stream.closing = true;
+      this.endIfIdle(stream);
+    });
+    call.on('cancelled', abortAll);
+    call.on('error', abortAll);
+    if (stream.closing) this.endIfIdle(stream);
+  };
+
+  /** Stops taking calls: every stream ends once its in-flight calls are answered. */
+  drain(): void {
+    this.draining = true;
+    for (const stream of this.open) {
+      stream.closing = true;
+      this.endIfIdle(stream);
+    }
+  }
+
+  private endIfIdle(stream: OpenStream): void {
+    if (!stream.closing || stream.inFlight.size > 0 || !this.open.has(stream)) return;
+    this.open.delete(stream);
+    stream.call.end();
+  }
+
+  private reply(stream: OpenStream, f: Frame): void {
+    if (!stream.call.destroyed && stream.call.writable) stream.call.write(f);
+  }
+
+  private serve(stream: OpenStream, f: Frame): void {
+    const id = f.id;
+    if (f.cancel) {
+      stream.inFlight.get(id)?.abort();
+      return;
+    }
+    const route = this.routes.get(f.method);
+    if (!route) {
+      this.reply(stream, errorFrame(id, ApiError.methodNotAllowed(`the Calls stream does not serve ${f.method || 'a call without a method'}`)));
+      return;
+    }
+    if (this.draining) {
+      this.reply(stream, errorFrame(id, ApiError.serviceUnavailable('the service is shutting down, try again later', 1)));
+      return;
+    }
+    let req: unknown;
+    try {
+      req = route.decode(Buffer.from(f.message));
+    } catch (err) {
+      this.reply(stream, errorFrame(id, ApiError.badRequest(`undecodable ${route.method} request: ${(err as Error).message}`)));
+      return;
+    }
+    const ctx = new FrameContext(f.requestId, this.log);
+    stream.inFlight.set(id, ctx);
+    void this.answer(stream, id, route, req, ctx);
+  }
+
+  private async answer(stream: OpenStream, id: number, route: Route, req: unknown, ctx: FrameContext): Promise<void> {
+    try {
+      this.reply(stream, frame({ id, message: route.encode(await route.run(req, ctx)) }));
+    } catch (err) {
+      const apiError = ApiError.from(err);
+      logFailure(ctx, route.method, apiError);
+      this.reply(stream, errorFrame(id, apiError));
+    } finally {
+      stream.inFlight.delete(id);
+      this.endIfIdle(stream);
+    }
+  }
+}
+
+/** What the calling side needs of a generated unary method definition. */
+export interface UnaryMethodDefinition<Req, Res> {
+  path: string;
+  requestSerialize(value: Req): Buffer;
+  responseDeserialize(bytes: Buffer): Res;
+}
+
+interface Pending {
+  stream: grpc.ClientDuplexStream<Frame, Frame>;
+  resolve(frame: Frame): void;
+  reject(err: ApiError): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * The calling side: opens the stream on first use and again after it broke.
+ * A call that gets no answer within its timeout fails with 504 (and a
+ * cancel frame tells the callee); a broken stream fails every open call as a
+ * unary call would fail (503 with Retry-After when the service is down).
+ */
+export class CallStream {
+  private stream: grpc.ClientDuplexStream<Frame, Frame> | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly service: string,
+    private readonly openStream: () => grpc.ClientDuplexStream<Frame, Frame>,
+  ) {}
+
+  call<Req, Res>(method: UnaryMethodDefinition<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
+    if (this.closed) return Promise.reject(ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
+    const stream = this.current();
+    const id = this.nextId++;
+    const timeoutMs = opts.timeoutMs ?? 30000;
+    return new Promise<Frame>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (!this.pending.delete(id)) return;
+        if (!stream.destroyed) stream.write(frame({ id, cancel: true }));
+        reject(ApiError.timeout(`the ${this.service} service did not answer in time`, 1));
+      }, timeoutMs);
+      this.pending.set(id, { stream, resolve, reject, timer });
+      stream.write(frame({ id, method: method.path, message: method.requestSerialize(request), requestId: opts.requestId ?? '', trace: traceCarrier(), timeoutMs }));
+    }).then((answer) => {
+      if (answer.code !== grpc.status.OK || answer.status) throw this.failure(answer);
+      return method.responseDeserialize(Buffer.from(answer.message));
+    });
+  }
+
+  /** Ends the stream; open calls fail with 503. */
+  close(): void {
+    this.closed = true;
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream) {
+      this.failAll(stream, ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
+      stream.cancel();
+    }
+  }
+
+  private failure(answer: Frame): ApiError {
+    if (answer.status) {
+      try {
+        return ApiError.fromStatus(JSON.parse(answer.status) as Status);
+      } catch {
+        // fall through to the status code
+      }
+    }
+    const metadata = new grpc.Metadata();
+    return fromGrpcError({ code: answer.code, details: answer.details, metadata }, this.service);
+  }
+
+  private current(): grpc.ClientDuplexStream<Frame, Frame> {
+    if (this.stream) return this.stream;
+    const stream = this.openStream();
+    this.stream = stream;
+    const broken = (err: ApiError): void => {
+      if (this.stream === stream) this.stream = undefined;
+      this.failAll(stream, err);
+    };
+    stream.on('data', (f: Frame) => {
+      const p = this.pending.get(f.id);
+      if (!p) return;
+      this.pending.delete(f.id);
+      clearTimeout(p.timer);
+      p.resolve(f);
+    });
+    stream.on('error', (err: unknown) => broken(fromGrpcError(err, this.service)));
+    stream.on('end', () => broken(ApiError.serviceUnavailable(`the ${this.service} service closed the call stream, try again`, 1)));
+    return stream;
+  }
+
+  /** Fails the calls still open on `stream`. */
+  private failAll(stream: grpc.ClientDuplexStream<Frame, Frame>, err: ApiError): void {
+    for (const [id, p] of this.pending) {
+      if (p.stream !== stream) continue;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+  }
+}
