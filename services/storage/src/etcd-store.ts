@@ -326,6 +326,7 @@ export class EtcdStore {
   async update(key: StoredKey, obj: ApiObject, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
     const value = encodeForStore(obj);
+    if (pre.revision && !pre.uid && !dryRun) return this.swap(key, k, obj, value, pre.revision);
     const current = await this.checkPreconditions(key, pre);
     if (dryRun) return stamped(obj, current.mod_revision);
     let res;
@@ -365,6 +366,27 @@ export class EtcdStore {
       return this.delete(key, pre, dryRun);
     }
     return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(res.header.revision) };
+  }
+
+  /**
+   * Compare-and-swap in one round trip: the write happens if the key is
+   * still at `revision`; otherwise the same transaction reads the key, which
+   * tells a conflict (409) from a deleted object (404).
+   */
+  private async swap(key: StoredKey, k: Buffer, obj: ApiObject, value: Buffer, revision: number): Promise<StoredObject> {
+    let res;
+    try {
+      res = await this.client.kv.txn({
+        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: revision }],
+        success: [{ request_put: { key: k, value } }],
+        failure: [{ request_range: { key: k, keys_only: true } }],
+      });
+    } catch (err) {
+      throw translateEtcdError(err);
+    }
+    if (res.succeeded) return stamped(obj, res.header.revision);
+    if ((res.responses[0]?.response_range?.kvs ?? []).length === 0) throw ApiError.notFound(groupResource(key), key.name);
+    throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
   }
 
   private async checkPreconditions(key: StoredKey, pre: Preconditions): Promise<IKeyValue> {

@@ -63,12 +63,17 @@ describe('storage service on etcd', () => {
     expect(err.code).toBe(409);
     expect(err.reason).toBe('Conflict');
     expect((await client.get(key('cas'))).object.data).toEqual({ k: 'two' });
+    // A deleted object is NotFound, not a conflict, for the same compare-and-swap.
+    await client.delete(key('cas'));
+    const gone = (await client.update(key('cas'), cm('cas'), { revision: v2.revision }).catch((e: unknown) => e)) as ApiError;
+    expect(gone.code).toBe(404);
   });
 
   test('get, update and delete of a missing object are NotFound', async () => {
     for (const op of [
       () => client.get(key('missing')),
       () => client.update(key('missing'), cm('missing')),
+      () => client.update(key('missing'), cm('missing'), { revision: 2 }),
       () => client.delete(key('missing')),
     ]) {
       const err = (await op().catch((e: unknown) => e)) as ApiError;
