@@ -3,6 +3,7 @@ import type { JetStreamManager, NatsConnection } from 'nats';
 import { REGISTRY_PREFIX } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
+import { Compactor } from './compactor';
 import { AckedPublisher, STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, truncate } from './bus';
 
 /**
@@ -22,6 +23,8 @@ export interface PublisherOptions {
   /** Largest message the bus accepts. */
   maxPayload: number;
   electionTtlSeconds?: number;
+  /** How often the leader compacts etcd's history (see Compactor); 0 never. */
+  compactionIntervalMs?: number;
 }
 
 export const ELECTION_NAME = 'svc-watch-fanout';
@@ -58,9 +61,11 @@ export class Publisher {
   private inFlight = 0;
   private onAcked: (() => void) | undefined;
   private readonly bus: AckedPublisher;
+  readonly compactor: Compactor;
 
   constructor(private readonly opts: PublisherOptions) {
     this.bus = new AckedPublisher(opts.nc);
+    this.compactor = new Compactor(opts.etcd, opts.compactionIntervalMs ?? 0, opts.log, () => this.position.revision);
   }
 
   get isLeader(): boolean {
@@ -101,6 +106,7 @@ export class Publisher {
     const wasLeading = this.leading;
     this.leading = false;
     this.backlog = [];
+    this.compactor.stop();
     const w = this.watcher;
     this.watcher = undefined;
     if (w) await w.cancel().catch(() => undefined);
@@ -140,6 +146,7 @@ export class Publisher {
       return;
     }
     this.watcher = watcher;
+    this.compactor.start();
     watcher.on('data', (res) => {
       const compacted = Number(res.compact_revision ?? 0);
       if (compacted > 0) this.backlog.push({ kind: 'compacted', revision: compacted });

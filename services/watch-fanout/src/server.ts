@@ -15,6 +15,8 @@ export interface WatchFanoutConfig {
   id?: string;
   /** How long changes stay in the history window (SPEC: 5 minutes). */
   historyWindowMs?: number;
+  /** How often the leading replica compacts etcd (0 never; default 5 minutes). */
+  compactionIntervalMs?: number;
   logger?: Logger;
 }
 
@@ -62,7 +64,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }
   })();
 
-  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024 });
+  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS });
   publisher.start();
   const pruneTimer = setInterval(() => history.prune(), 10_000);
 

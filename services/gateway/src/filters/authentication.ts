@@ -9,22 +9,33 @@ import type { Handler } from './chain';
 /** Headers that carry credentials; only these are sent to authn. */
 const CREDENTIAL_HEADERS = /^(authorization|impersonate-.*|x-remote-.*)$/;
 
-/** Chains by connection: a connection's certificate cannot change, and reading it is costly. */
-const chains = new WeakMap<TLSSocket, Buffer[]>();
+interface VerifiedChain {
+  /** The client certificate chain the TLS layer verified, leaf first (DER). */
+  der: Buffer[];
+  /** A digest of `der`, for cache keys. */
+  digest: string;
+}
 
-/** The client certificate chain the TLS layer verified, leaf first (DER). */
-export function verifiedChain(socket: TLSSocket): Buffer[] {
-  if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return [];
+const NO_CHAIN: VerifiedChain = { der: [], digest: '' };
+
+/** Chains by connection: a connection's certificate cannot change, and reading it is costly. */
+const chains = new WeakMap<TLSSocket, VerifiedChain>();
+
+export function verifiedChain(socket: TLSSocket): VerifiedChain {
+  if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return NO_CHAIN;
   const known = chains.get(socket);
   if (known) return known;
-  const chain: Buffer[] = [];
+  const der: Buffer[] = [];
   let cert: PeerCertificate | DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
   const seen = new Set<string>();
   while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
     seen.add(cert.fingerprint256);
-    chain.push(cert.raw);
+    der.push(cert.raw);
     cert = (cert as DetailedPeerCertificate).issuerCertificate;
   }
+  const hash = createHash('sha256');
+  for (const d of der) hash.update(d).update('\0');
+  const chain = { der, digest: hash.digest('base64') };
   chains.set(socket, chain);
   return chain;
 }
@@ -34,12 +45,12 @@ export function verifiedChain(socket: TLSSocket): Buffer[] {
  * credential headers. Requests without credentials are not cached (anonymous
  * access may depend on the path).
  */
-function cacheKey(chain: Buffer[], headers: Record<string, string[]>): string | undefined {
-  const names = Object.keys(headers).sort();
-  if (chain.length === 0 && names.length === 0) return undefined;
-  const hash = createHash('sha256');
-  for (const der of chain) hash.update(der).update('\0');
-  for (const name of names) hash.update(`${name}:${(headers[name] ?? []).join('\0')}\n`);
+function cacheKey(chain: VerifiedChain, headers: Record<string, string[]>): string | undefined {
+  const names = Object.keys(headers);
+  if (chain.der.length === 0 && names.length === 0) return undefined;
+  if (names.length === 0) return chain.digest;
+  const hash = createHash('sha256').update(chain.digest).update('\n');
+  for (const name of names.sort()) hash.update(`${name}:${(headers[name] ?? []).join('\0')}\n`);
   return hash.digest('base64');
 }
 
@@ -62,7 +73,7 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
     let user = key === undefined ? undefined : cache.get(key);
     if (!user) {
       const outcome = await deps.authn.authenticate(
-        { clientCertificateChain: chain, headers, method: req.method, path: req.path, remoteAddress: req.socket.remoteAddress ?? '' },
+        { clientCertificateChain: chain.der, headers, method: req.method, path: req.path, remoteAddress: req.socket.remoteAddress ?? '' },
         { requestId: requestIdFrom(req), timeoutMs: deps.limits.backendTimeoutMs },
       );
       if (!outcome.authenticated) throw ApiError.unauthorized();
