@@ -6,20 +6,7 @@ import type { watch } from '@svc/proto';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
 import { start as startFanout, ChangeSubscriber, type WatchFanoutHandle } from '@svc/watch-fanout';
-
-const quiet = () => {
-  const noop = () => undefined;
-  const log = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-};
-
-async function until(cond: () => boolean, timeoutMs = 15000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { quietLogger, until } from './helpers';
 
 /** The leading watch-fanout replica compacts etcd history, one interval behind. */
 describe('etcd compaction by the publisher', () => {
@@ -38,10 +25,10 @@ describe('etcd compaction by the publisher', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-compact-'));
     etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
     nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir: dir });
-    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quiet() });
+    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
     client = new StorageClient(storage.address);
-    fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, compactionIntervalMs: 300, logger: quiet() });
-    subscriber = await ChangeSubscriber.connect(nats.url, quiet());
+    fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, compactionIntervalMs: 300, logger: quietLogger() });
+    subscriber = await ChangeSubscriber.connect(nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
     await until(() => fanout.publisher.isLeader);
   });

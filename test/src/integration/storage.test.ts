@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { startEtcd, type EtcdInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
+import { quietLogger } from './helpers';
 
 /** The storage service against a real etcd, through its gRPC client. */
 describe('storage service on etcd', () => {
@@ -140,9 +141,3 @@ describe('storage service on etcd', () => {
     expect(err.code).toBe(400);
   });
 });
-
-function quietLogger() {
-  const noop = () => undefined;
-  const log = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-}

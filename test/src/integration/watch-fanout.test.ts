@@ -6,20 +6,7 @@ import { watch } from '@svc/proto';
 import { freePort, startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
 import { start as startFanout, ChangeSubscriber, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
-
-const quiet = () => {
-  const noop = () => undefined;
-  const log = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-};
-
-async function until(cond: () => boolean, timeoutMs = 15000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { quietLogger, until } from './helpers';
 
 /** Two watch-fanout replicas on real etcd and NATS: one publishes, both serve catch-up. */
 describe('watch fan-out on etcd and NATS', () => {
@@ -38,13 +25,13 @@ describe('watch fan-out on etcd and NATS', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fanout-'));
     etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
     nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir: dir });
-    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quiet() });
+    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
     client = new StorageClient(storage.address);
     replicas = [];
     for (const id of ['a', 'b']) {
-      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, id, logger: quiet() }));
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, id, logger: quietLogger() }));
     }
-    subscriber = await ChangeSubscriber.connect(nats.url, quiet());
+    subscriber = await ChangeSubscriber.connect(nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
     await until(() => replicas.some((r) => r.publisher.isLeader) && replicas.every((r) => r.history.completeFrom >= 0));
   });
