@@ -6,6 +6,8 @@
 //       services register no grpc.health.v1 service; a gRPC server binds its
 //       port only after its services are added, so a ready channel means the
 //       service is up.
+//   node deploy/scripts/healthcheck.js http URL
+//       exit 0 when GET URL answers 200 (the controller-manager's /readyz).
 //   node deploy/scripts/healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]
 //       exit 0 when GET URL answers 200, verifying the server against CA_FILE
 //       and presenting the client certificate when given (the gateway's
@@ -51,7 +53,19 @@ function httpsOk(url, caFile, certFile, keyFile) {
   req.on('error', (err) => fail(`${url}: ${err.message}`));
 }
 
+function httpOk(url) {
+  const http = require('node:http');
+  const req = http.get(url, { timeout: TIMEOUT_MS }, (res) => {
+    res.resume();
+    if (res.statusCode === 200) process.exit(0);
+    fail(`${url}: HTTP ${res.statusCode}`);
+  });
+  req.on('timeout', () => req.destroy(new Error(`no answer in ${TIMEOUT_MS} ms`)));
+  req.on('error', (err) => fail(`${url}: ${err.message}`));
+}
+
 const [mode, target, ...rest] = process.argv.slice(2);
 if (mode === 'grpc' && target) grpcReady(target);
+else if (mode === 'http' && target) httpOk(target);
 else if (mode === 'https' && target) httpsOk(target, rest[0], rest[1], rest[2]);
-else fail('usage: healthcheck.js grpc HOST:PORT | healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]');
+else fail('usage: healthcheck.js grpc HOST:PORT | healthcheck.js http URL | healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]');

@@ -5,25 +5,31 @@
 // certificate and the admin client certificate (CN svc-admin, O
 // system:masters) with the same code `make up` uses (@svc/testenv's
 // ensurePki, i.e. the openssl command line), then writes admin.kubeconfig.
+// It also issues the controller-manager's client certificate (CN
+// system:svc-controller-manager) and writes controller-manager.kubeconfig,
+// which reaches the gateway from inside the deployment.
 //
-//   node deploy/scripts/pki.js --dir=/pki --hosts=localhost,127.0.0.1,gateway --server=https://localhost:6443
+//   node deploy/scripts/pki.js --dir=/pki --hosts=localhost,127.0.0.1,gateway --server=https://localhost:6443 \
+//     --controller-manager-server=https://gateway:6443
 //
 // With --secret-prefix=NAME (Kubernetes, in-cluster) it also stores the files
 // as three Secrets through the API server, using the pod's service account:
 //   NAME          ca.crt, serving.crt, serving.key    (mounted by gateway and authn)
 //   NAME-ca       ca.crt, ca.key                      (mounted by nothing; keep it for issuing more certificates)
 //   NAME-admin    admin.crt, admin.key, admin.kubeconfig
+//   NAME-controller-manager   controller-manager.kubeconfig
 // When NAME already exists nothing is generated, so a re-run keeps the identity.
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
 const path = require('node:path');
-const { ensurePki, kubeconfig } = require('@svc/testenv/dist/pki');
+const { ensurePki, issueClientCertificate, kubeconfig } = require('@svc/testenv/dist/pki');
 
 const FLAGS = {
   dir: 'directory for the certificates and admin.kubeconfig',
   hosts: 'comma-separated DNS names and IPs of the serving certificate',
   server: 'gateway URL written into admin.kubeconfig',
+  'controller-manager-server': 'gateway URL written into controller-manager.kubeconfig (as reached from inside the deployment)',
   'secret-prefix': 'Kubernetes only: store the files as Secrets named PREFIX, PREFIX-ca, PREFIX-admin',
   namespace: "Kubernetes only: the Secrets' namespace (default: the pod's own)",
 };
@@ -33,7 +39,7 @@ function usage() {
 }
 
 function parse(argv) {
-  const out = { dir: '/pki', hosts: 'localhost,127.0.0.1', server: 'https://localhost:6443', 'secret-prefix': '', namespace: '' };
+  const out = { dir: '/pki', hosts: 'localhost,127.0.0.1', server: 'https://localhost:6443', 'controller-manager-server': 'https://gateway:6443', 'secret-prefix': '', namespace: '' };
   for (const arg of argv) {
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(usage() + '\n');
@@ -118,12 +124,20 @@ async function main() {
   const pki = ensurePki(path.resolve(flags.dir), hosts);
   const kubeconfigPath = path.join(pki.dir, 'admin.kubeconfig');
   fs.writeFileSync(kubeconfigPath, kubeconfig(flags.server, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
-  process.stdout.write(`pki: ${pki.dir} holds ca.crt, serving.crt (${hosts.join(', ')}), admin.crt and admin.kubeconfig (${flags.server})\n`);
+  const cm = path.join(pki.dir, 'controller-manager.crt');
+  const cmIdentity = fs.existsSync(cm)
+    ? { cert: cm, key: path.join(pki.dir, 'controller-manager.key') }
+    : issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', ['system:masters']);
+  const cmKubeconfig = path.join(pki.dir, 'controller-manager.kubeconfig');
+  const cmServer = flags['controller-manager-server'];
+  fs.writeFileSync(cmKubeconfig, kubeconfig(cmServer, pki.caCert, cmIdentity.cert, cmIdentity.key, 'system:svc-controller-manager'), { mode: 0o600 });
+  process.stdout.write(`pki: ${pki.dir} holds ca.crt, serving.crt (${hosts.join(', ')}), admin.crt and admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer})\n`);
   if (flags['secret-prefix']) {
     const prefix = flags['secret-prefix'];
     // The -ca and -admin Secrets first: the serving Secret is the marker a re-run checks.
     await createSecret(namespace, `${prefix}-ca`, { 'ca.crt': pki.caCert, 'ca.key': pki.caKey });
     await createSecret(namespace, `${prefix}-admin`, { 'admin.crt': pki.adminCert, 'admin.key': pki.adminKey, 'admin.kubeconfig': kubeconfigPath });
+    await createSecret(namespace, `${prefix}-controller-manager`, { 'controller-manager.kubeconfig': cmKubeconfig });
     await createSecret(namespace, prefix, { 'ca.crt': pki.caCert, 'serving.crt': pki.servingCert, 'serving.key': pki.servingKey });
   }
 }

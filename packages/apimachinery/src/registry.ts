@@ -47,6 +47,14 @@ export interface ResourceStrategy {
   /** Kind-specific validation; causes name the field path (`spec.ports[0].port`). */
   validate?(obj: ApiObject): StatusCause[];
   validateUpdate?(obj: ApiObject, old: ApiObject): StatusCause[];
+  /**
+   * The kind's own finalization is still pending (a namespace's
+   * `spec.finalizers`): a DELETE only marks the object, like metadata
+   * finalizers do, and it stays until this returns false.
+   */
+  finalizing?(obj: ApiObject): boolean;
+  /** Sets what a terminating object shows (a namespace's `Terminating` phase) when a DELETE marks it. */
+  prepareForDeletion?(obj: ApiObject): void;
 }
 
 /**

@@ -62,6 +62,16 @@ function prepareNamespaceForUpdate(obj: ApiObject, old: ApiObject): void {
   else spec['finalizers'] = cloneJson(oldFinalizers);
 }
 
+/** The namespace controller has not finished: content may remain. */
+function namespaceFinalizing(obj: ApiObject): boolean {
+  return asList(asRecord(obj['spec'])?.['finalizers']).length > 0;
+}
+
+function prepareNamespaceForDeletion(obj: ApiObject): void {
+  const status = ensureRecord(obj, 'status');
+  status['phase'] = 'Terminating';
+}
+
 function applyNamespaceDefaults(obj: ApiObject): void {
   const name = obj.metadata?.name;
   if (!name) return;
@@ -104,6 +114,8 @@ export function namespaceDefinition(): ResourceDefinition {
       prepareForUpdate: prepareNamespaceForUpdate,
       applyDefaults: applyNamespaceDefaults,
       validate: validateNamespace,
+      finalizing: namespaceFinalizing,
+      prepareForDeletion: prepareNamespaceForDeletion,
     },
     openApiName: 'io.svc.api.core.v1.Namespace',
     allowUnconditionalUpdate: true,

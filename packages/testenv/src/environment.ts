@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
-import { ensurePki, kubeconfig, type Pki } from './pki';
+import { ensurePki, issueClientCertificate, kubeconfig, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess } from './process';
 
@@ -137,6 +137,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     }
     const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
     fs.writeFileSync(kubeconfigPath, kubeconfig(url, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
+    // Controllers are API clients with their own identity.
+    const cm = issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', ['system:masters']);
+    const cmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');
+    fs.writeFileSync(cmKubeconfig, kubeconfig(url, pki.caCert, cm.cert, cm.key, 'system:svc-controller-manager'), { mode: 0o600 });
+    addresses['controller-manager'] = `127.0.0.1:${await port(4 + replicas)}`;
+    await launch('controller-manager', 'controller-manager', [`--kubeconfig=${cmKubeconfig}`, `--listen=${addresses['controller-manager']}`], addresses['controller-manager']);
     const started = { etcd, nats };
     return {
       dir,

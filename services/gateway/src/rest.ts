@@ -291,7 +291,7 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     try {
       const result = await ctx.deps.storage.update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.
-      if (result.object.metadata?.deletionTimestamp && (result.object.metadata.finalizers ?? []).length === 0 && !ctx.dryRun) {
+      if (result.object.metadata?.deletionTimestamp && !holdsDeletion(def, result.object) && !ctx.dryRun) {
         const removed = await ctx.deps.storage.delete(key, { revision: result.revision }, callOpts);
         return { result: removed, created: false };
       }
@@ -302,6 +302,11 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
       throw err;
     }
   }
+}
+
+/** Finalizers remain (metadata's, or the kind's own): a delete only marks the object. */
+function holdsDeletion(def: ResourceDefinition, obj: ApiObject): boolean {
+  return (obj.metadata?.finalizers ?? []).length > 0 || (def.strategy.finalizing?.(obj) ?? false);
 }
 
 export interface DeleteOptions {
@@ -338,13 +343,13 @@ export async function deleteObject(ctx: WriteContext, name: string, options: Del
     );
   }
   await admit(ctx, 'DELETE', name, undefined, current.object);
-  const finalizers = current.object.metadata?.finalizers ?? [];
-  if (finalizers.length > 0) {
+  if (holdsDeletion(def, current.object)) {
     if (current.object.metadata?.deletionTimestamp) return { object: current.object, removed: false };
     const marked: ApiObject = {
       ...current.object,
       metadata: { ...(current.object.metadata ?? {}), deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 },
     };
+    def.strategy.prepareForDeletion?.(marked);
     const res = await ctx.deps.storage.update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
     return { object: res.object, removed: false };
   }

@@ -19,7 +19,7 @@ import type { RunResult } from './helpers';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const SERVICES = ['storage', 'authn', 'authz', 'admission', 'watch-fanout', 'gateway'] as const;
+const SERVICES = ['storage', 'authn', 'authz', 'admission', 'watch-fanout', 'gateway', 'controller-manager'] as const;
 type ServiceName = (typeof SERVICES)[number];
 /** Address flags and the service each one must point at. */
 const ADDRESS_FLAGS: Record<string, ServiceName> = {
@@ -276,6 +276,7 @@ describe('docker-compose.yml', () => {
       admission: ['admission'],
       gateway: ['gateway'],
       'watch-fanout': ['watch-fanout-1', 'watch-fanout-2'],
+      'controller-manager': ['controller-manager'],
     });
     expect(services['etcd']?.image).toMatch(/^quay\.io\/coreos\/etcd:v3\.5\.\d+$/);
     expect(services['nats']?.image).toMatch(/^nats:2\.10(\.\d+)?(-[a-z0-9]+)?$/);
@@ -300,8 +301,10 @@ describe('docker-compose.yml', () => {
     expect(healthcheckText(services['etcd'] as ComposeService)).toMatch(/etcdctl .*endpoint health/);
     expect(healthcheckText(services['nats'] as ComposeService)).toMatch(/:8222\/healthz/);
     expect(healthcheckText(services['gateway'] as ComposeService)).toMatch(/https:\/\/[^ ]+:6443\/readyz/);
+    // The controller-manager serves plain HTTP health endpoints, not gRPC.
+    expect(healthcheckText(services['controller-manager'] as ComposeService)).toContain(`http http://127.0.0.1:${listenPort(services['controller-manager'] as ComposeService)}/readyz`);
     for (const [name, , svc] of await appServices()) {
-      if (name === 'gateway') continue;
+      if (name === 'gateway' || name === 'controller-manager') continue;
       // The gRPC check probes the port the service listens on.
       expect(`${name}: ${healthcheckText(svc)}`).toContain(`grpc 127.0.0.1:${listenPort(svc)}`);
     }
@@ -472,12 +475,13 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  test('a Deployment and Service per service, watch-fanout on its own behind a headless Service', () => {
+  test('a Deployment per service and a Service for each one called, watch-fanout on its own behind a headless Service', () => {
     const byService = new Map<ServiceName, K8sObject[]>();
     for (const [service, workload] of workloads()) byService.set(service, [...(byService.get(service) ?? []), workload]);
     for (const service of SERVICES) {
       const ws = byService.get(service) ?? [];
       expect(`${service}: ${ws.map((w) => `${w.kind}/${w.metadata?.name}`).join(',')}`).toBe(`${service}: Deployment/${service}`);
+      if (service === 'controller-manager') continue;
       const svc = find('Service', service);
       const selector = (svc.spec?.['selector'] ?? {}) as Record<string, string>;
       const labels = ((ws[0]?.spec?.['template'] as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {}) as Record<string, string>;
@@ -543,6 +547,8 @@ describe('deploy/kubernetes', () => {
       const port = splitHostPort(flagValue(args, 'listen') ?? '').port;
       expect(`${service}: ${port}`).toBe(`${service}: ${splitHostPort(flagValue(composeCmd, 'listen') ?? '').port}`);
       expect(c.ports?.map((p) => p.containerPort)).toEqual([port]);
+      // Nothing calls the controller-manager: it has no Service.
+      if (service === 'controller-manager') continue;
       const svcPorts = ((find('Service', service).spec?.['ports'] ?? []) as Array<{ port: number }>).map((p) => p.port);
       expect(`${service}: ${svcPorts.join(',')}`).toBe(`${service}: ${port}`);
       for (const [flag, value] of flagsOf(args)) {

@@ -1,5 +1,6 @@
 import type { Request } from 'express';
-import { ApiError, groupVersion, type ResourceDefinition } from '@svc/apimachinery';
+import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
+import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
 import { addWarning, requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import { negotiateOutput, type OutputFormat } from '../negotiation';
@@ -101,4 +102,30 @@ export async function readBody(req: Request, maxBytes: number): Promise<Buffer> 
 
 export function requestInfo(req: Request): RequestInfo {
   return requestInfoFrom(req);
+}
+
+/**
+ * The object a write through a subresource leaves: metadata from the stored
+ * object (with the request's resourceVersion, for compare-and-swap, and the
+ * managedFields the write recorded), the rest as the subresource's rules say
+ * (`status` takes only the status, `finalize` only `spec.finalizers`).
+ */
+export function subresourceWrite(subresource: string, written: ApiObject, current: ApiObject): ApiObject {
+  const meta = written.metadata ?? {};
+  const next: ApiObject = {
+    ...written,
+    metadata: {
+      ...(current.metadata ?? {}),
+      resourceVersion: meta.resourceVersion ?? current.metadata?.resourceVersion,
+      ...(meta.managedFields ? { managedFields: meta.managedFields } : {}),
+    },
+  };
+  if (next.metadata?.resourceVersion === undefined) delete next.metadata?.resourceVersion;
+  if (!prepareSubresourceUpdate(subresource, next, current)) throw ApiError.methodNotAllowed(`writes through the ${subresource} subresource are not supported`);
+  return next;
+}
+
+/** The kind as a write through a subresource sees it: the main resource's update rules do not apply. */
+export function writeDefinition(def: ResourceDefinition, subresource: string): ResourceDefinition {
+  return subresource ? { ...def, strategy: { ...def.strategy, prepareForUpdate: undefined } } : def;
 }

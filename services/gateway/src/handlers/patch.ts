@@ -4,7 +4,7 @@ import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { createObject, updateObject } from '../rest';
-import { outputFormat, query, readBody, writeContext, type ResourceRequest } from './common';
+import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 
 /**
  * PATCH: the patch document is applied to the current object inside the
@@ -39,8 +39,8 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   } else if (query(req, 'force') !== undefined) {
     throw ApiError.badRequest('force: Forbidden: may not be specified for non-apply patch');
   }
-  const statusOnly = r.info.subresource === 'status';
-  const def = statusOnly ? { ...r.def, strategy: { ...r.def.strategy, prepareForUpdate: undefined } } : r.def;
+  const sub = r.info.subresource;
+  const def = writeDefinition(r.def, sub);
   const now = new Date();
 
   const patched = (current: ApiObject): ApiObject => {
@@ -65,8 +65,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
     // The patch may not move the object: its identity comes from the URL.
     result.metadata = { ...(result.metadata ?? {}), name: r.info.name, resourceVersion: (result.metadata?.resourceVersion === current.metadata?.resourceVersion ? current.metadata?.resourceVersion : result.metadata?.resourceVersion) ?? '' };
     if (!result.metadata.resourceVersion) delete result.metadata.resourceVersion;
-    if (statusOnly) return { ...current, status: result['status'], metadata: { ...(current.metadata ?? {}), resourceVersion: result.metadata.resourceVersion } } as ApiObject;
-    return result;
+    return sub ? subresourceWrite(sub, result, current) : result;
   };
 
   try {

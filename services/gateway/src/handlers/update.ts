@@ -1,28 +1,23 @@
 import type { Request, Response } from 'express';
-import type { ApiObject } from '@svc/apimachinery';
 import { decodeBody } from '../negotiation';
 import { writeBody } from '../responses';
 import { updateObject } from '../rest';
-import { outputFormat, readBody, writeContext, type ResourceRequest } from './common';
+import { outputFormat, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 
 /**
- * PUT of one object (200, or 201 when it created one). On the `status`
- * subresource only the status is taken from the body; on the main resource
- * the kind's strategy keeps the stored status.
+ * PUT of one object (200, or 201 when it created one). Through a
+ * subresource only what it owns is taken from the body (`status`: the
+ * status; `finalize`: spec.finalizers); on the main resource the kind's
+ * strategy keeps the stored status.
  */
 export async function handleUpdate(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
   const obj = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
   const ctx = writeContext(req, r);
-  if (r.info.subresource === 'status') {
-    const statusOnly = (current: ApiObject): ApiObject => ({
-      ...current,
-      status: obj['status'],
-      metadata: { ...(current.metadata ?? {}), resourceVersion: obj.metadata?.resourceVersion ?? current.metadata?.resourceVersion },
-    });
-    const def = { ...r.def, strategy: { ...r.def.strategy, prepareForUpdate: undefined } };
-    const outcome = await updateObject({ ...ctx, def }, r.info.name, obj, statusOnly);
+  const sub = r.info.subresource;
+  if (sub) {
+    const outcome = await updateObject({ ...ctx, def: writeDefinition(r.def, sub) }, r.info.name, obj, (current) => subresourceWrite(sub, obj, current));
     writeBody(req, res, 200, outcome.result.object, format, r.deps.protobuf);
     return;
   }

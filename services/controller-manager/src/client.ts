@@ -1,0 +1,144 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as path from 'node:path';
+import { load } from 'js-yaml';
+import { ApiError, type ApiObject, type Status } from '@svc/apimachinery';
+
+/**
+ * The controllers' way to the API: plain HTTPS to the gateway with the
+ * credentials of a kubeconfig, as any client of the server. Error answers
+ * become the ApiError their Status describes.
+ */
+export interface Credentials {
+  server: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  token?: string;
+}
+
+interface KubeconfigFile {
+  'current-context'?: string;
+  clusters?: Array<{ name: string; cluster: { server: string; 'certificate-authority'?: string; 'certificate-authority-data'?: string } }>;
+  users?: Array<{ name: string; user: { 'client-certificate'?: string; 'client-certificate-data'?: string; 'client-key'?: string; 'client-key-data'?: string; token?: string } }>;
+  contexts?: Array<{ name: string; context: { cluster: string; user: string } }>;
+}
+
+/** Reads the current context of a kubeconfig: embedded data or files relative to it. */
+export function loadKubeconfig(file: string): Credentials {
+  const doc = load(fs.readFileSync(file, 'utf8')) as KubeconfigFile;
+  const contexts = doc.contexts ?? [];
+  const context = contexts.find((c) => c.name === doc['current-context']) ?? contexts[0];
+  const cluster = doc.clusters?.find((c) => c.name === context?.context.cluster)?.cluster;
+  const user = doc.users?.find((u) => u.name === context?.context.user)?.user ?? {};
+  if (!cluster?.server) throw new Error(`${file}: no cluster server in the current context`);
+  const read = (data: string | undefined, ref: string | undefined): Buffer | undefined => {
+    if (data) return Buffer.from(data, 'base64');
+    if (ref) return fs.readFileSync(path.resolve(path.dirname(file), ref));
+    return undefined;
+  };
+  const creds: Credentials = { server: cluster.server.replace(/\/+$/, '') };
+  const ca = read(cluster['certificate-authority-data'], cluster['certificate-authority']);
+  const cert = read(user['client-certificate-data'], user['client-certificate']);
+  const key = read(user['client-key-data'], user['client-key']);
+  if (ca) creds.ca = ca;
+  if (cert) creds.cert = cert;
+  if (key) creds.key = key;
+  if (user.token) creds.token = user.token;
+  return creds;
+}
+
+export interface WatchEvent {
+  type: string;
+  object: ApiObject;
+}
+
+export class ApiClient {
+  private readonly agent: https.Agent;
+
+  constructor(
+    private readonly creds: Credentials,
+    private readonly userAgent = 'svc-controller-manager',
+  ) {
+    this.agent = new https.Agent({ keepAlive: true, ...(creds.ca ? { ca: creds.ca } : {}), ...(creds.cert ? { cert: creds.cert } : {}), ...(creds.key ? { key: creds.key } : {}) });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** One request; resolves with the decoded body of a 2xx answer. */
+  request<T = ApiObject>(method: string, urlPath: string, body?: unknown): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const req = https.request(`${this.creds.server}${urlPath}`, { method, agent: this.agent, headers: this.headers(body !== undefined), timeout: 30000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            try {
+              resolve((text ? JSON.parse(text) : {}) as T);
+            } catch (err) {
+              reject(new Error(`${method} ${urlPath}: undecodable answer: ${(err as Error).message}`));
+            }
+            return;
+          }
+          reject(errorFrom(status, text));
+        });
+        res.on('error', reject);
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in time`)));
+      req.on('error', reject);
+      if (body !== undefined) req.write(JSON.stringify(body));
+      req.end();
+    });
+  }
+
+  /**
+   * Streams a watch; resolves when the server ends it (its timeout, or a
+   * restart) and rejects on an error answer or a broken connection.
+   */
+  watch(urlPath: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const req = https.request(`${this.creds.server}${urlPath}`, { agent: this.agent, headers: this.headers(false), signal }, (res) => {
+        if ((res.statusCode ?? 0) !== 200) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => reject(errorFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))));
+          return;
+        }
+        let buffered = '';
+        res.on('data', (c: Buffer) => {
+          buffered += c.toString('utf8');
+          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (line) onEvent(JSON.parse(line) as WatchEvent);
+          }
+        });
+        res.on('end', () => resolve());
+        res.on('error', reject);
+      });
+      req.on('error', (err) => (signal.aborted ? resolve() : reject(err)));
+      req.end();
+    });
+  }
+
+  private headers(withBody: boolean): Record<string, string> {
+    const h: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent };
+    if (withBody) h['content-type'] = 'application/json';
+    if (this.creds.token) h['authorization'] = `Bearer ${this.creds.token}`;
+    return h;
+  }
+}
+
+function errorFrom(code: number, text: string): ApiError {
+  try {
+    const status = JSON.parse(text) as Status;
+    if (status.kind === 'Status') return ApiError.fromStatus({ ...status, code: status.code || code });
+  } catch {
+    // not a Status
+  }
+  return code >= 500 ? ApiError.serviceUnavailable(`the server answered ${code}: ${text.slice(0, 200)}`) : ApiError.badRequest(`the server answered ${code}: ${text.slice(0, 200)}`);
+}

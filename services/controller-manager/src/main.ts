@@ -1,0 +1,7 @@
+import { runMain } from '@svc/service-kit';
+import { CONTROLLER_MANAGER_FLAGS } from './flags';
+import { start } from './server';
+
+runMain('controller-manager', CONTROLLER_MANAGER_FLAGS, (flags) =>
+  start({ kubeconfig: flags.get('kubeconfig'), listen: flags.get('listen'), namespaceSyncPeriodMs: flags.getInt('namespace-sync-period-seconds') * 1000 }),
+);

@@ -1,0 +1,186 @@
+import { ApiError, type ApiObject } from '@svc/apimachinery';
+import type { Logger } from '@svc/service-kit';
+import type { ApiClient, WatchEvent } from './client';
+
+/** The finalizer this controller owns on every namespace (`spec.finalizers`). */
+export const NAMESPACE_FINALIZER = 'svc';
+
+interface ApiResourceList {
+  groupVersion?: string;
+  resources?: Array<{ name: string; namespaced: boolean; verbs: string[] }>;
+}
+
+interface ApiGroupList {
+  groups?: Array<{ preferredVersion?: { groupVersion: string } }>;
+}
+
+interface NamespacedResource {
+  /** `/api/v1` or `/apis/<group>/<version>`. */
+  base: string;
+  plural: string;
+}
+
+export interface NamespaceControllerOptions {
+  /** How often every namespace is looked at again (the watch carries changes in between). */
+  resyncMs: number;
+  /** How soon a namespace whose content is still going away is looked at again. */
+  retryMs?: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Namespace deletion, as the original controller does it: a DELETE marks a
+ * namespace Terminating (its `svc` finalizer holds it); this controller
+ * deletes every namespaced object in it, kind by kind as discovery lists
+ * them, and once nothing is left removes the finalizer through the
+ * `finalize` subresource, which lets the server remove the namespace.
+ * Objects held by their own finalizers keep the namespace until they go.
+ */
+export class NamespaceController {
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private readonly busy = new Set<string>();
+  private readonly again = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private loop: Promise<void> | undefined;
+  private hasSynced = false;
+
+  constructor(
+    private readonly client: ApiClient,
+    private readonly log: Logger,
+    private readonly opts: NamespaceControllerOptions,
+  ) {}
+
+  /** The first list of namespaces succeeded. */
+  get synced(): boolean {
+    return this.hasSynced;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    for (const t of this.timers) clearTimeout(t);
+    await this.loop;
+  }
+
+  /** List, then watch from the list's revision until the watch ends; again. */
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const list = await this.client.request<{ metadata?: { resourceVersion?: string }; items?: ApiObject[] }>('GET', '/api/v1/namespaces');
+        this.hasSynced = true;
+        for (const ns of list.items ?? []) this.observe(ns);
+        const rv = list.metadata?.resourceVersion ?? '';
+        const timeout = Math.max(1, Math.round(this.opts.resyncMs / 1000));
+        await this.client.watch(
+          `/api/v1/namespaces?watch=true&allowWatchBookmarks=true&timeoutSeconds=${timeout}&resourceVersion=${encodeURIComponent(rv)}`,
+          (e: WatchEvent) => {
+            if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object);
+          },
+          this.abort.signal,
+        );
+      } catch (err) {
+        if (this.stopped) break;
+        this.log.warn('namespace list or watch failed; retrying', { err: (err as Error).message });
+        await sleep(1000);
+      }
+    }
+  }
+
+  private observe(ns: ApiObject): void {
+    const name = ns.metadata?.name;
+    if (name && ns.metadata?.deletionTimestamp && finalizersOf(ns).includes(NAMESPACE_FINALIZER)) this.enqueue(name);
+  }
+
+  private enqueue(name: string): void {
+    if (this.stopped) return;
+    if (this.busy.has(name)) {
+      this.again.add(name);
+      return;
+    }
+    this.busy.add(name);
+    this.finalize(name)
+      .catch((err: unknown) => {
+        this.log.warn('namespace cleanup failed; retrying', { namespace: name, err: (err as Error).message });
+        return 'pending' as const;
+      })
+      .then((outcome) => {
+        this.busy.delete(name);
+        if (this.again.delete(name)) this.enqueue(name);
+        else if (outcome === 'pending') this.later(name);
+      });
+  }
+
+  private later(name: string): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.enqueue(name);
+    }, this.opts.retryMs ?? 1000);
+    this.timers.add(timer);
+  }
+
+  /** One pass over a terminating namespace; 'pending' while content remains. */
+  private async finalize(name: string): Promise<'done' | 'pending'> {
+    let ns: ApiObject;
+    try {
+      ns = await this.client.request('GET', `/api/v1/namespaces/${name}`);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return 'done';
+      throw err;
+    }
+    if (!ns.metadata?.deletionTimestamp || !finalizersOf(ns).includes(NAMESPACE_FINALIZER)) return 'done';
+    let remaining = 0;
+    for (const r of await this.namespacedResources()) {
+      const collection = `${r.base}/namespaces/${name}/${r.plural}`;
+      await this.client.request('DELETE', collection).catch((err: unknown) => {
+        if (!(err instanceof ApiError && (err.code === 404 || err.code === 405))) throw err;
+      });
+      const left = await this.client.request<{ items?: unknown[] }>('GET', `${collection}?limit=1`);
+      remaining += (left.items ?? []).length;
+    }
+    if (remaining > 0) {
+      this.log.debug('namespace content still going away', { namespace: name });
+      return 'pending';
+    }
+    const spec = (ns['spec'] as Record<string, unknown> | undefined) ?? {};
+    const body = { ...ns, spec: { ...spec, finalizers: finalizersOf(ns).filter((f) => f !== NAMESPACE_FINALIZER) } };
+    try {
+      await this.client.request('PUT', `/api/v1/namespaces/${name}/finalize`, body);
+    } catch (err) {
+      // Changed since we read it: look again.
+      if (err instanceof ApiError && err.code === 409) return 'pending';
+      if (err instanceof ApiError && err.code === 404) return 'done';
+      throw err;
+    }
+    this.log.info('namespace finalized', { namespace: name });
+    return 'done';
+  }
+
+  /** Every namespaced kind discovery lists that can be listed and deleted as a collection. */
+  private async namespacedResources(): Promise<NamespacedResource[]> {
+    const lists: Array<{ base: string; list: ApiResourceList }> = [{ base: '/api/v1', list: await this.client.request<ApiResourceList>('GET', '/api/v1') }];
+    const groups = await this.client.request<ApiGroupList>('GET', '/apis');
+    for (const g of groups.groups ?? []) {
+      const gv = g.preferredVersion?.groupVersion;
+      if (gv) lists.push({ base: `/apis/${gv}`, list: await this.client.request<ApiResourceList>('GET', `/apis/${gv}`) });
+    }
+    const out: NamespacedResource[] = [];
+    for (const { base, list } of lists) {
+      for (const r of list.resources ?? []) {
+        if (r.namespaced && !r.name.includes('/') && r.verbs.includes('deletecollection') && r.verbs.includes('list')) out.push({ base, plural: r.name });
+      }
+    }
+    return out;
+  }
+}
+
+function finalizersOf(ns: ApiObject): string[] {
+  const list = (ns['spec'] as { finalizers?: unknown } | undefined)?.finalizers;
+  return Array.isArray(list) ? list.filter((f): f is string => typeof f === 'string') : [];
+}

@@ -1,0 +1,58 @@
+import * as http from 'node:http';
+import { createLogger, type Logger } from '@svc/service-kit';
+import { ApiClient, loadKubeconfig } from './client';
+import { NamespaceController } from './namespace-controller';
+
+export interface ControllerManagerConfig {
+  /** Kubeconfig with the gateway URL and this process's credentials. */
+  kubeconfig: string;
+  /** HTTP listen address for the health endpoints, host:port (port 0 picks a free one). */
+  listen: string;
+  /** How often every namespace is looked at again. */
+  namespaceSyncPeriodMs?: number;
+  logger?: Logger;
+}
+
+export interface ControllerManagerHandle {
+  address: string;
+  port: number;
+  namespaces: NamespaceController;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the controllers. They are clients of the API like any other (they
+ * never reach storage directly); `/readyz` answers 200 once they have read
+ * the state they work from.
+ */
+export async function start(config: ControllerManagerConfig): Promise<ControllerManagerHandle> {
+  const log = config.logger ?? createLogger('controller-manager');
+  if (!config.kubeconfig) throw new Error('--kubeconfig is required');
+  const client = new ApiClient(loadKubeconfig(config.kubeconfig));
+  const namespaces = new NamespaceController(client, log.with({ controller: 'namespace' }), { resyncMs: config.namespaceSyncPeriodMs ?? 30000 });
+  const health = http.createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && namespaces.synced);
+    const known = path === '/healthz' || path === '/livez' || path === '/readyz';
+    res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'text/plain' });
+    res.end(known ? (ok ? 'ok' : 'not ready') : 'not found');
+  });
+  const [host, port] = [config.listen.slice(0, config.listen.lastIndexOf(':')), Number(config.listen.slice(config.listen.lastIndexOf(':') + 1))];
+  await new Promise<void>((resolve, reject) => {
+    health.once('error', reject);
+    health.listen(port, host, () => resolve());
+  });
+  const bound = (health.address() as { port: number }).port;
+  namespaces.start();
+  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: ['namespace'] });
+  return {
+    address: `${host}:${bound}`,
+    port: bound,
+    namespaces,
+    close: async () => {
+      await namespaces.stop();
+      client.close();
+      await new Promise<void>((resolve) => health.close(() => resolve()));
+    },
+  };
+}
