@@ -10,3 +10,4 @@ export * from './selectors';
 export * from './keys';
 export * from './schema-check';
 export * from './meta';
+export * from './duplicate-fields';

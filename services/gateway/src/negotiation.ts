@@ -1,5 +1,5 @@
 import * as yaml from 'js-yaml';
-import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
+import { ApiError, duplicateJsonFields, isJsonObject, type ApiObject } from '@svc/apimachinery';
 
 /**
  * Content negotiation: which representation a client asked for (`Accept`) and
@@ -83,30 +83,43 @@ export function mediaTypeOf(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
 }
 
-export function decodeBody(contentType: string | undefined, body: Buffer, protobuf: ProtobufCodec | undefined): ApiObject {
+/** A decoded request body, and the keys a JSON body repeated (JSON.parse keeps the last). */
+export interface DecodedBody {
+  object: ApiObject;
+  duplicateFields: string[];
+}
+
+export function decodeBody(contentType: string | undefined, body: Buffer, protobuf: ProtobufCodec | undefined): DecodedBody {
   if (body.length === 0) throw ApiError.badRequest('the request body is empty; an object is required');
   const type = mediaTypeOf(contentType);
   let value: unknown;
+  let duplicateFields: string[] = [];
   if (type === '' || type === JSON_TYPE) {
-    value = parseJson(body);
+    const text = body.toString('utf8');
+    value = parseJsonText(text);
+    duplicateFields = duplicateJsonFields(text);
   } else if (type === YAML_TYPE || type === 'application/x-yaml' || type === 'text/yaml') {
     value = parseYaml(body);
   } else if (PROTOBUF_TYPES.includes(type)) {
     if (!protobuf) throw ApiError.unsupportedMediaType(type);
-    return protobuf.decode(body);
+    return { object: protobuf.decode(body), duplicateFields };
   } else {
     throw ApiError.unsupportedMediaType(type);
   }
   if (!isJsonObject(value)) throw ApiError.badRequest('the request body must be a JSON object');
-  return value as ApiObject;
+  return { object: value as ApiObject, duplicateFields };
 }
 
-export function parseJson(body: Buffer): unknown {
+function parseJsonText(text: string): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    return JSON.parse(text);
   } catch (err) {
     throw ApiError.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
+}
+
+export function parseJson(body: Buffer): unknown {
+  return parseJsonText(body.toString('utf8'));
 }
 
 export function parseYaml(body: Buffer): unknown {

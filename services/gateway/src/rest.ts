@@ -44,6 +44,8 @@ export interface WriteContext {
    * Update); undefined when the write records ownership itself (apply).
    */
   fieldManager?: string;
+  /** Keys the request body repeated (reported by fieldValidation like unknown fields). */
+  duplicateFields?: string[];
   warn(text: string): void;
   now?: Date;
 }
@@ -108,11 +110,10 @@ export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObjec
     const first = result.typeErrors[0] as StatusCause;
     throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, result.typeErrors);
   }
-  if (result.unknownFields.length > 0) {
-    if (ctx.fieldValidation === 'Strict') {
-      throw ApiError.badRequest(`strict decoding error: ${result.unknownFields.map((f) => `unknown field "${f}"`).join(', ')}`);
-    }
-    if (ctx.fieldValidation === 'Warn') for (const f of result.unknownFields) ctx.warn(`unknown field "${f}"`);
+  const problems = [...result.unknownFields.map((f) => `unknown field "${f}"`), ...(ctx.duplicateFields ?? []).map((f) => `duplicate field "${f}"`)];
+  if (problems.length > 0) {
+    if (ctx.fieldValidation === 'Strict') throw ApiError.badRequest(`strict decoding error: ${problems.join(', ')}`);
+    if (ctx.fieldValidation === 'Warn') for (const p of problems) ctx.warn(p);
   }
   return result.pruned as ApiObject;
 }

@@ -66,6 +66,20 @@ describe('bad input', () => {
     expect(warned.json()['bogus']).toBeUndefined();
   });
 
+  test('duplicate fields: Strict rejects naming them and stores nothing, Warn keeps the last value with a Warning', async () => {
+    const body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","labels":{"a":"1","a":"2"}},"data":{"k":"first","k":"last"}}';
+    const strict = await adminRequest(env, 'POST', `${base}?fieldValidation=Strict`, body);
+    expectStatus(strict, 400, 'BadRequest', /strict decoding error: duplicate field "metadata\.labels\.a", duplicate field "data\.k"/);
+    expect((await adminRequest(env, 'GET', `${base}/dup`)).status).toBe(404);
+    const warned = await adminRequest(env, 'POST', base, body);
+    expect(warned.status).toBe(201);
+    expect(String(warned.headers['warning'])).toContain('duplicate field \\"data.k\\"');
+    expect(warned.json()['data']).toEqual({ k: 'last' });
+    const ignored = await adminRequest(env, 'PUT', `${base}/dup?fieldValidation=Ignore`, body);
+    expect(ignored.status).toBe(200);
+    expect(ignored.headers['warning']).toBeUndefined();
+  });
+
   test('an unknown resource, group or version is 404', async () => {
     expectStatus(await adminRequest(env, 'GET', '/api/v1/namespaces/default/widgets'), 404, 'NotFound', /could not find the requested resource/);
     expectStatus(await adminRequest(env, 'GET', '/apis/nope.svc.io/v1/things'), 404, 'NotFound', /could not find/);

@@ -8,8 +8,8 @@ import { outputFormat, readBody, writeContext, type ResourceRequest } from './co
 export async function handleCreate(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
-  const obj = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
-  const ctx = writeContext(req, r);
+  const { object: obj, duplicateFields } = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
+  const ctx = { ...writeContext(req, r), duplicateFields };
   const created = await createObject(ctx, obj);
   writeBody(req, res, 201, created.object, format, r.deps.protobuf);
 }

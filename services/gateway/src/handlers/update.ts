@@ -13,8 +13,8 @@ import { outputFormat, readBody, subresourceWrite, writeContext, writeDefinition
 export async function handleUpdate(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
-  const obj = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
-  const ctx = writeContext(req, r);
+  const { object: obj, duplicateFields } = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
+  const ctx = { ...writeContext(req, r), duplicateFields };
   const sub = r.info.subresource;
   if (sub) {
     const outcome = await updateObject({ ...ctx, def: writeDefinition(r.def, sub) }, r.info.name, obj, (current) => subresourceWrite(sub, obj, current));
