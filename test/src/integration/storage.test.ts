@@ -140,4 +140,20 @@ describe('storage service on etcd', () => {
     const err = (await client.list({ group: '', resource: 'configmaps', namespace: 'x' }, { continueToken: 'garbage!' }).catch((e: unknown) => e)) as ApiError;
     expect(err.code).toBe(400);
   });
+
+  test('a client outlives a storage restart: 503 while it is down, served again on the same address', async () => {
+    await client.create(key('restart'), cm('restart'));
+    const address = storage.address;
+    await storage.close();
+    const down = (await client.get(key('restart')).catch((e: unknown) => e)) as ApiError;
+    expect(down.code).toBe(503);
+    expect(down.retryAfterSeconds).toBeGreaterThan(0);
+    storage = await startStorage({ listen: address, etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    let read: Awaited<ReturnType<StorageClient['get']>> | undefined;
+    for (let i = 0; i < 100 && !read; i++) {
+      read = await client.get(key('restart')).catch(() => undefined);
+      if (!read) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(read?.object.data).toEqual({ k: 'restart' });
+  });
 });
