@@ -82,6 +82,40 @@ async function runConcurrent(total: number, concurrency: number, op: (i: number)
   return total / seconds;
 }
 
+/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
+function cpuMs(pid: number): number | undefined {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process of the system by name, with etcd and NATS. */
+function systemProcesses(env: Environment): Array<{ name: string; pid: number }> {
+  return [...env.processes, env.etcd.process, env.nats.process].map((p) => ({ name: p.name.replace(/-\d+$/, ''), pid: p.pid }));
+}
+
+/** Runs `fn` and reports the CPU each process (and this one, the load generator) spent per operation. */
+async function cpuPerOp(env: Environment, ops: number, fn: () => Promise<void>): Promise<Record<string, number>> {
+  const procs = systemProcesses(env);
+  const before = procs.map((p) => cpuMs(p.pid));
+  const self = process.cpuUsage();
+  await fn();
+  const selfUsed = process.cpuUsage(self);
+  const out: Record<string, number> = {};
+  procs.forEach((p, i) => {
+    const a = before[i];
+    const b = cpuMs(p.pid);
+    if (a !== undefined && b !== undefined) out[p.name] = (out[p.name] ?? 0) + (b - a) / ops;
+  });
+  out['load generator'] = (selfUsed.user + selfUsed.system) / 1000 / ops;
+  for (const k of Object.keys(out)) out[k] = Math.round((out[k] as number) * 100) / 100;
+  return out;
+}
+
 const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v'.repeat(64) } });
 
 async function main(): Promise<void> {
@@ -94,16 +128,24 @@ async function main(): Promise<void> {
     for (let i = 0; i < 50; i++) await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`warm-${i}`));
     const throughput: Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }> = [];
     for (const c of CONCURRENCY) {
-      const gateway = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
-        const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`c${c}-${i}`));
-        if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
+      let gateway = 0;
+      const cpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
+        gateway = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+          const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`c${c}-${i}`));
+          if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
+        });
       });
-      const direct = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
-        const key = Buffer.from(`/registry/configmaps/default/direct-c${c}-${i}`);
-        const value = Buffer.from(JSON.stringify({ ...configMap(`direct-c${c}-${i}`), metadata: { name: `direct-c${c}-${i}`, namespace: 'default', uid: 'x', creationTimestamp: new Date().toISOString() } }));
-        const res = await etcd.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value } }], failure: [] });
-        if (!res.succeeded) throw new Error('direct create lost its guard');
+      if (c === CONCURRENCY[CONCURRENCY.length - 1]) results['cpuMsPerCreate'] = cpu;
+      let direct = 0;
+      const directCpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
+        direct = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+          const key = Buffer.from(`/registry/configmaps/default/direct-c${c}-${i}`);
+          const value = Buffer.from(JSON.stringify({ ...configMap(`direct-c${c}-${i}`), metadata: { name: `direct-c${c}-${i}`, namespace: 'default', uid: 'x', creationTimestamp: new Date().toISOString() } }));
+          const res = await etcd.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value } }], failure: [] });
+          if (!res.succeeded) throw new Error('direct create lost its guard');
+        });
       });
+      if (c === CONCURRENCY[CONCURRENCY.length - 1]) results['cpuMsPerDirectCreate'] = directCpu;
       throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
     }
     results['createThroughput'] = throughput;
@@ -184,6 +226,14 @@ async function main(): Promise<void> {
   lines.push(`create -> watch event       ${p('createToWatchMs')}  (${(results['createToWatchMs'] as { received: number }).received}/${(results['createToWatchMs'] as { sent: number }).sent} events at ~100/s)`);
   lines.push(`raw NATS publish -> receive ${p('natsPublishToReceiveMs')}`);
   lines.push(`apply, 200 fields, 3 mgrs   ${p('apply200FieldsMs')}`);
+  const cpu = results['cpuMsPerCreate'] as Record<string, number> | undefined;
+  const directCpu = results['cpuMsPerDirectCreate'] as Record<string, number> | undefined;
+  if (cpu && directCpu) {
+    const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
+    lines.push(`CPU per create at concurrency ${CONCURRENCY[CONCURRENCY.length - 1]}, ms   gateway path  etcd direct`);
+    for (const [name, ms] of Object.entries(cpu).sort((a, b) => b[1] - a[1])) lines.push(`  ${name.padEnd(20)}          ${ms.toFixed(2).padStart(6)}       ${(directCpu[name] ?? 0).toFixed(2).padStart(6)}`);
+    lines.push(`  ${'total'.padEnd(20)}          ${sum(cpu).toFixed(2).padStart(6)}       ${sum(directCpu).toFixed(2).padStart(6)}`);
+  }
   process.stdout.write(lines.join('\n') + '\n');
   fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));
