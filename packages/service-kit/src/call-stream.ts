@@ -256,7 +256,7 @@ export class CallStream {
   }
 
   private current(): grpc.ClientDuplexStream<Frame, Frame> {
-    if (this.stream) return this.stream;
+    if (this.stream && !this.stream.destroyed) return this.stream;
     const stream = this.openStream();
     this.stream = stream;
     const broken = (err: ApiError): void => {

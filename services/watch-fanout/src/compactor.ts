@@ -20,7 +20,7 @@ export class Compactor {
     private readonly etcd: Etcd3,
     private readonly intervalMs: number,
     private readonly log: Logger,
-    /** The newest revision on the bus. */
+    /** The newest revision the bus has acknowledged. */
     private readonly published: () => number,
   ) {}
 

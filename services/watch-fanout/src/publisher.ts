@@ -61,11 +61,13 @@ export class Publisher {
   private inFlight = 0;
   private onAcked: (() => void) | undefined;
   private readonly bus: AckedPublisher;
+  /** The newest revision the bus has acknowledged: etcd history before it is no longer needed. */
+  private acknowledged = 0;
   readonly compactor: Compactor;
 
   constructor(private readonly opts: PublisherOptions) {
     this.bus = new AckedPublisher(opts.nc);
-    this.compactor = new Compactor(opts.etcd, opts.compactionIntervalMs ?? 0, opts.log, () => this.position.revision);
+    this.compactor = new Compactor(opts.etcd, opts.compactionIntervalMs ?? 0, opts.log, () => this.acknowledged);
   }
 
   get isLeader(): boolean {
@@ -131,6 +133,7 @@ export class Publisher {
     const onBus = await this.busPosition();
     if (onBus) {
       this.position = onBus;
+      this.acknowledged = Math.max(this.acknowledged, onBus.revision);
     } else {
       // Nothing on the bus (first start, or idle past the window): history
       // starts now, announced by a progress marker with no predecessor.
@@ -232,6 +235,7 @@ export class Publisher {
         if (ack.duplicate || ack.seq !== expected + 1) {
           throw new Error(`the bus stored revision ${event.revision} at sequence ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}, expected ${expected + 1}`);
         }
+        this.acknowledged = Math.max(this.acknowledged, event.revision);
       })
       .catch((err: unknown) => {
         if (this.leading && term === this.term) this.fail('publish failed', err);
