@@ -27,12 +27,12 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       '',
-      `gateway     ${started.url}`,
-      `kubeconfig  ${started.kubeconfigPath}`,
-      `etcd        ${started.etcd.endpoint}`,
-      `nats        ${started.nats.url}`,
-      ...Object.entries(started.addresses).map(([k, v]) => `${k.padEnd(11)} ${v}`),
-      `logs        ${path.join(dir, 'logs')}`,
+      `gateway            ${started.url}`,
+      `kubeconfig         ${started.kubeconfigPath}`,
+      `etcd               ${started.etcd.endpoint}`,
+      `nats               ${started.nats.url}`,
+      ...Object.entries(started.addresses).map(([k, v]) => `${k.padEnd(18)} ${v}`),
+      `logs               ${path.join(dir, 'logs')}`,
       '',
       `try: kubectl --kubeconfig ${path.relative(process.cwd(), started.kubeconfigPath)} get namespaces`,
       'Ctrl-C stops everything.',
