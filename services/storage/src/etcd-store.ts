@@ -118,6 +118,10 @@ export function translateEtcdError(err: unknown): ApiError {
   if (message.includes('required revision has been compacted')) {
     return ApiError.expired('The resourceVersion for the provided list is too old.');
   }
+  // etcd refuses requests over its --max-request-bytes (1.5 MiB by default).
+  if (message.includes('request is too large')) {
+    return ApiError.requestEntityTooLarge(`the object is larger than the store accepts (etcdserver: request is too large)`);
+  }
   const name = err instanceof Error ? err.constructor.name : '';
   if (/Unavailable|ConnectFailed|DeadlineExceeded|ClientClosed|Cancelled/.test(name) || /unavailable|ECONNREFUSED|deadline/i.test(message)) {
     return ApiError.serviceUnavailable(`etcd is unavailable: ${message}`, 1);

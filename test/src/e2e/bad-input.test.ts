@@ -91,6 +91,12 @@ describe('bad input', () => {
     expectStatus(await adminRequest(env, 'POST', base, huge), 413, 'RequestEntityTooLarge', /larger than the limit/);
   });
 
+  test('an object under 3 MiB that etcd refuses as too large is 413, and nothing is stored', async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'too-big' }, spec: { containers: [{ name: 'c', image: 'x', args: Array.from({ length: 40 }, () => 'y'.repeat(50000)) }] } };
+    expectStatus(await adminRequest(env, 'POST', '/api/v1/namespaces/default/pods', JSON.stringify(pod)), 413, 'RequestEntityTooLarge', /larger than the store accepts/);
+    expect((await adminRequest(env, 'GET', '/api/v1/namespaces/default/pods/too-big')).status).toBe(404);
+  });
+
   test('an unsupported body media type is 415 and an unsupported Accept is 406', async () => {
     expectStatus(await adminRequest(env, 'POST', base, 'x', { 'content-type': 'text/plain' }), 415, 'UnsupportedMediaType', /unknown format/);
     expectStatus(await adminRequest(env, 'GET', `${base}/keep`, undefined, { accept: 'image/png' }), 406, 'NotAcceptable', /media types/);
