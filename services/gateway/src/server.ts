@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import express from 'express';
 import { ApiError, rfc3339, type ResourceRegistry } from '@svc/apimachinery';
 import { AdmissionClient } from '@svc/admission';
@@ -80,6 +81,27 @@ async function ensureSystemNamespaces(storage: StorageClient, log: Logger): Prom
   }
 }
 
+const MAX_HEADER_BYTES = 1024 * 1024;
+
+/**
+ * A request the HTTP parser refuses never reaches the handler chain; it
+ * still gets a Status (400, or 431 when its headers are over the limit),
+ * and the connection closes.
+ */
+function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge
+    ? new ApiError(431, 'BadRequest', `the request headers are larger than the limit of ${MAX_HEADER_BYTES} bytes`)
+    : ApiError.badRequest(`the request is not valid HTTP: ${err.code ?? err.message}`);
+  const body = JSON.stringify(status.toStatus());
+  const reason = tooLarge ? 'Request Header Fields Too Large' : 'Bad Request';
+  socket.end(`HTTP/1.1 ${status.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
 /** Starts the gateway: the HTTPS front of the system. */
 export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const log = config.logger ?? createLogger('gateway');
@@ -149,7 +171,10 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     tlsOptions.requestCert = true;
     tlsOptions.rejectUnauthorized = false;
   }
+  // Go's default header limit (1 MiB), so long label selectors fit as they do upstream.
+  tlsOptions.maxHeaderSize = MAX_HEADER_BYTES;
   const server = https.createServer(tlsOptions, app);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerUnparsable(err, socket));
   server.keepAliveTimeout = 65000;
   server.headersTimeout = 70000;
   const sep = config.listen.lastIndexOf(':');

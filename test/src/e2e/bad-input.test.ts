@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as tls from 'node:tls';
 import * as https from 'node:https';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
@@ -95,6 +96,29 @@ describe('bad input', () => {
     const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'too-big' }, spec: { containers: [{ name: 'c', image: 'x', args: Array.from({ length: 40 }, () => 'y'.repeat(50000)) }] } };
     expectStatus(await adminRequest(env, 'POST', '/api/v1/namespaces/default/pods', JSON.stringify(pod)), 413, 'RequestEntityTooLarge', /larger than the store accepts/);
     expect((await adminRequest(env, 'GET', '/api/v1/namespaces/default/pods/too-big')).status).toBe(404);
+  });
+
+  test('a watch with a timeoutSeconds that is not a number is 400, not an endless stream', async () => {
+    expectStatus(await adminRequest(env, 'GET', `${base}?watch=true&timeoutSeconds=abc`), 400, 'BadRequest', /timeoutSeconds/);
+  });
+
+  test('requests the HTTP parser refuses get a Status; long selectors fit under the 1 MiB header limit', async () => {
+    const raw = (text: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = tls.connect({ host: '127.0.0.1', port: Number(new URL(env.url).port), ca: fs.readFileSync(env.pki.caCert), servername: 'localhost' }, () => socket.end(text));
+        let got = '';
+        socket.on('data', (c: Buffer) => (got += c.toString()));
+        socket.on('end', () => resolve(got));
+        socket.on('error', reject);
+      });
+    const garbled = await raw('GET /api/v1 HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n');
+    expect(garbled).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbled.slice(garbled.indexOf('\r\n\r\n') + 4))).toMatchObject({ kind: 'Status', code: 400, reason: 'BadRequest' });
+    const huge = await raw(`GET /api/v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1024 * 1024 + 10)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toMatchObject({ kind: 'Status', code: 431 });
+    const selector = encodeURIComponent(`app in (${Array.from({ length: 3000 }, (_, i) => `v${i}`).join(',')})`);
+    expect((await adminRequest(env, 'GET', `${base}?labelSelector=${selector}`)).status).toBe(200);
   });
 
   test('an unsupported body media type is 415 and an unsupported Accept is 406', async () => {

@@ -61,7 +61,9 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     if (!fields.empty && !fields.matches({ ...standardSelectableFields(obj), ...selectableFrom(obj, fields.requirements.map((q) => q.field)) })) return false;
     return true;
   };
-  const timeoutSeconds = Number(query(req, 'timeoutSeconds') ?? '0');
+  const rawTimeout = query(req, 'timeoutSeconds') ?? '0';
+  if (!/^[0-9]+$/.test(rawTimeout)) throw ApiError.badRequest(`invalid timeoutSeconds ${JSON.stringify(rawTimeout)}: must be a non-negative integer`);
+  const timeoutSeconds = Number(rawTimeout);
   const maxSeconds = r.deps.limits.maxWatchSeconds;
   const lifetimeMs = (timeoutSeconds > 0 ? Math.min(timeoutSeconds, maxSeconds) : maxSeconds * (0.5 + Math.random() / 2)) * 1000;
   const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
