@@ -1,20 +1,12 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import type { ApiError, ApiObject } from '@svc/apimachinery';
 import type { watch } from '@svc/proto';
-import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
-import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
 import { start as startFanout, ChangeSubscriber, type WatchFanoutHandle } from '@svc/watch-fanout';
-import { quietLogger, until } from './helpers';
+import { quietLogger, startBackends, until, type Backends } from './helpers';
 
 /** The leading watch-fanout replica compacts etcd history, one interval behind. */
 describe('etcd compaction by the publisher', () => {
-  let dir: string;
-  let etcd: EtcdInstance;
-  let nats: NatsInstance;
-  let storage: StorageHandle;
-  let client: StorageClient;
+  let b: Backends;
+  let client: Backends['client'];
   let fanout: WatchFanoutHandle;
   let subscriber: ChangeSubscriber;
   const seen: watch.ChangeEvent[] = [];
@@ -22,13 +14,10 @@ describe('etcd compaction by the publisher', () => {
   const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: 'c', name });
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-compact-'));
-    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
-    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir: dir });
-    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
-    client = new StorageClient(storage.address);
-    fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, compactionIntervalMs: 300, logger: quietLogger() });
-    subscriber = await ChangeSubscriber.connect(nats.url, quietLogger());
+    b = await startBackends('compact');
+    client = b.client;
+    fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, compactionIntervalMs: 300, logger: quietLogger() });
+    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
     await until(() => fanout.publisher.isLeader);
   });
@@ -36,11 +25,7 @@ describe('etcd compaction by the publisher', () => {
   afterAll(async () => {
     await subscriber?.close();
     await fanout?.close();
-    client?.close();
-    await storage?.close();
-    await nats?.process.stop();
-    await etcd?.process.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await b?.stop();
   });
 
   test('old revisions become 410 Expired while current state and the watch path carry on', async () => {

@@ -1,4 +1,9 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { createLogger, type Logger } from '@svc/service-kit';
+import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
+import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
 
 /** A logger that writes nothing, for services started inside a test. */
 export function quietLogger(): Logger {
@@ -12,4 +17,45 @@ export async function until(cond: () => boolean, timeoutMs = 15000): Promise<voi
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** etcd, NATS (JetStream) and the storage service with a client: what the watch path runs on. */
+export interface Backends {
+  dir: string;
+  etcd: EtcdInstance;
+  nats: NatsInstance;
+  storage: StorageHandle;
+  client: StorageClient;
+  /** Stops NATS; `startNats` brings it back on the same port and store. */
+  stopNats(): Promise<void>;
+  startNats(): Promise<void>;
+  /** Stops everything above and removes the data. */
+  stop(): Promise<void>;
+}
+
+export async function startBackends(name: string): Promise<Backends> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `svc-${name}-`));
+  const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
+  const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir };
+  const nats = await startNats(natsOptions);
+  const storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+  const b: Backends = {
+    dir,
+    etcd,
+    nats,
+    storage,
+    client: new StorageClient(storage.address),
+    stopNats: () => b.nats.process.stop(),
+    startNats: async () => {
+      b.nats = await startNats({ ...natsOptions, port: b.nats.port });
+    },
+    stop: async () => {
+      b.client.close();
+      await b.storage.close();
+      await b.nats.process.stop();
+      await b.etcd.process.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return b;
 }

@@ -1,20 +1,13 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { freePort, startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
-import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
+import { freePort } from '@svc/testenv';
 import { start as startFanout, ChangeSubscriber, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
-import { quietLogger, until } from './helpers';
+import { quietLogger, startBackends, until, type Backends } from './helpers';
 
 /** Two watch-fanout replicas on real etcd and NATS: one publishes, both serve catch-up. */
 describe('watch fan-out on etcd and NATS', () => {
-  let dir: string;
-  let etcd: EtcdInstance;
-  let nats: NatsInstance;
-  let storage: StorageHandle;
-  let client: StorageClient;
+  let b: Backends;
+  let client: Backends['client'];
   let replicas: WatchFanoutHandle[];
   let subscriber: ChangeSubscriber;
   const seen: watch.ChangeEvent[] = [];
@@ -22,16 +15,13 @@ describe('watch fan-out on etcd and NATS', () => {
   const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: 'w', name });
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fanout-'));
-    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
-    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir: dir });
-    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
-    client = new StorageClient(storage.address);
+    b = await startBackends('fanout');
+    client = b.client;
     replicas = [];
     for (const id of ['a', 'b']) {
-      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], natsUrl: nats.url, id, logger: quietLogger() }));
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, id, logger: quietLogger() }));
     }
-    subscriber = await ChangeSubscriber.connect(nats.url, quietLogger());
+    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
     await until(() => replicas.some((r) => r.publisher.isLeader) && replicas.every((r) => r.history.completeFrom >= 0));
   });
@@ -39,11 +29,7 @@ describe('watch fan-out on etcd and NATS', () => {
   afterAll(async () => {
     await subscriber?.close();
     for (const r of replicas ?? []) await r.close();
-    client?.close();
-    await storage?.close();
-    await nats?.process.stop();
-    await etcd?.process.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await b?.stop();
   });
 
   test('exactly one replica publishes', () => {
