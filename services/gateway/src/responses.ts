@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { logFrom, warningsFrom } from './context';
+import type { StoredResult } from '@svc/storage';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
 
 /**
@@ -59,4 +60,20 @@ export function writeBody(req: Request, res: Response, code: number, body: unkno
   setWarnings(req, res);
   res.status(code).setHeader('Content-Type', format.mediaType);
   res.end(encoded);
+}
+
+/**
+ * Writes an object as storage answered it. A plain JSON answer reuses
+ * storage's bytes when nothing has read (and so changed) the object, which
+ * saves parsing and encoding it again.
+ */
+export function writeStored(req: Request, res: Response, code: number, stored: StoredResult, format: OutputFormat, protobuf?: ProtobufCodec): void {
+  const raw = format.kind === 'json' && !pretty(req) ? stored.json : undefined;
+  if (!raw) {
+    writeBody(req, res, code, stored.object, format, protobuf);
+    return;
+  }
+  setWarnings(req, res);
+  res.status(code).setHeader('Content-Type', format.mediaType);
+  res.end(raw);
 }

@@ -10,8 +10,14 @@ export interface ReadAtOptions {
 }
 
 export interface StoredResult {
-  object: ApiObject;
-  revision: number;
+  readonly object: ApiObject;
+  readonly revision: number;
+  /**
+   * The object's JSON exactly as storage answered it, for a caller that
+   * forwards it unchanged. Present only while `object` has not been read
+   * (so it cannot have been changed since).
+   */
+  readonly json?: Buffer;
 }
 
 export interface ListPage {
@@ -42,6 +48,25 @@ function parse(bytes: Uint8Array): ApiObject {
   return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
 }
 
+/** A storage answer whose object is parsed on first use. */
+class Answer implements StoredResult {
+  private parsed: ApiObject | undefined;
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    readonly revision: number,
+  ) {}
+
+  get object(): ApiObject {
+    this.parsed ??= parse(this.bytes);
+    return this.parsed;
+  }
+
+  get json(): Buffer | undefined {
+    return this.parsed ? undefined : Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+  }
+}
+
 function encode(obj: ApiObject): Buffer {
   return Buffer.from(JSON.stringify(obj));
 }
@@ -66,7 +91,7 @@ export class StorageClient {
 
   async get(key: StoredKey, at: ReadAtOptions = {}, opts?: CallOptions): Promise<StoredResult> {
     const res = await this.calls.call(storage.StorageService.get, { key, at: { revision: at.revision ?? 0, minRevision: at.minRevision ?? 0 } }, opts);
-    return { object: parse(res.object), revision: res.revision };
+    return new Answer(res.object, res.revision);
   }
 
   async list(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<ListPage> {
@@ -90,7 +115,7 @@ export class StorageClient {
 
   async create(key: StoredKey, obj: ApiObject, opts: WriteOptions = {}): Promise<StoredResult> {
     const res = await this.calls.call(storage.StorageService.create, { key, object: encode(obj), dryRun: opts.dryRun ?? false }, opts);
-    return { object: parse(res.object), revision: res.revision };
+    return new Answer(res.object, res.revision);
   }
 
   async update(key: StoredKey, obj: ApiObject, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
@@ -99,7 +124,7 @@ export class StorageClient {
       { key, object: encode(obj), preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
       opts,
     );
-    return { object: parse(res.object), revision: res.revision };
+    return new Answer(res.object, res.revision);
   }
 
   async delete(key: StoredKey, pre: PreconditionOptions = {}, opts: WriteOptions = {}): Promise<StoredResult> {
@@ -108,7 +133,7 @@ export class StorageClient {
       { key, preconditions: { revision: pre.revision ?? 0, uid: pre.uid ?? '' }, dryRun: opts.dryRun ?? false },
       opts,
     );
-    return { object: parse(res.object), revision: res.revision };
+    return new Answer(res.object, res.revision);
   }
 
   async currentRevision(opts?: CallOptions): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { decodeBody } from '../negotiation';
-import { writeBody } from '../responses';
+import { writeStored } from '../responses';
 import { createObject } from '../rest';
 import { outputFormat, readBody, writeContext, type ResourceRequest } from './common';
 
@@ -11,5 +11,5 @@ export async function handleCreate(req: Request, res: Response, r: ResourceReque
   const { object: obj, duplicateFields } = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
   const ctx = { ...writeContext(req, r), duplicateFields };
   const created = await createObject(ctx, obj);
-  writeBody(req, res, 201, created.object, format, r.deps.protobuf);
+  writeStored(req, res, 201, created, format, r.deps.protobuf);
 }

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { writeBody } from '../responses';
+import { writeBody, writeStored } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { keyOf } from '../rest';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
@@ -9,12 +9,13 @@ export async function handleGet(req: Request, res: Response, r: ResourceRequest)
   const format = outputFormat(req, r, true);
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const at = rv !== undefined && rv > 0 ? { minRevision: rv } : {};
-  const { object } = await r.deps.storage.get(keyOf(r.def, r.info.namespace, r.info.name), at, callOptions(req, r));
+  const stored = await r.deps.storage.get(keyOf(r.def, r.info.namespace, r.info.name), at, callOptions(req, r));
   if (format.kind === 'table') {
+    const object = stored.object;
     const table = toTable(r.def, [object], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
     table.metadata.resourceVersion = object.metadata?.resourceVersion ?? '';
     writeBody(req, res, 200, table, format);
     return;
   }
-  writeBody(req, res, 200, object, format, r.deps.protobuf);
+  writeStored(req, res, 200, stored, format, r.deps.protobuf);
 }

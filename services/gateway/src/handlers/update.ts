@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { decodeBody } from '../negotiation';
-import { writeBody } from '../responses';
+import { writeStored } from '../responses';
 import { updateObject } from '../rest';
 import { outputFormat, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 
@@ -18,9 +18,9 @@ export async function handleUpdate(req: Request, res: Response, r: ResourceReque
   const sub = r.info.subresource;
   if (sub) {
     const outcome = await updateObject({ ...ctx, def: writeDefinition(r.def, sub) }, r.info.name, obj, (current) => subresourceWrite(sub, obj, current));
-    writeBody(req, res, 200, outcome.result.object, format, r.deps.protobuf);
+    writeStored(req, res, 200, outcome.result, format, r.deps.protobuf);
     return;
   }
   const outcome = await updateObject(ctx, r.info.name, obj);
-  writeBody(req, res, outcome.created ? 201 : 200, outcome.result.object, format, r.deps.protobuf);
+  writeStored(req, res, outcome.created ? 201 : 200, outcome.result, format, r.deps.protobuf);
 }
