@@ -156,4 +156,15 @@ describe('storage service on etcd', () => {
     }
     expect(read?.object.data).toEqual({ k: 'restart' });
   });
+
+  test('an answer carries storage\'s JSON until its object is read', async () => {
+    const created = await client.create(key('raw'), cm('raw'));
+    const raw = created.json;
+    expect(raw).toBeDefined();
+    const parsed = JSON.parse(raw?.toString() ?? '') as ApiObject;
+    expect(parsed.metadata?.resourceVersion).toBe(String(created.revision));
+    expect(created.object).toEqual(parsed);
+    // Once read, the object may be changed by its reader: the bytes are no longer offered.
+    expect(created.json).toBeUndefined();
+  });
 });
