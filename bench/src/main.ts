@@ -1,3 +1,4 @@
+import { fork } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as os from 'node:os';
@@ -29,7 +30,10 @@ function stats(samples: number[]): { p50: number; p99: number } {
 
 class Client {
   private readonly agent: https.Agent;
-  constructor(private readonly env: Environment) {
+  constructor(
+    env: Environment,
+    private readonly url = env.url,
+  ) {
     this.agent = new https.Agent({
       keepAlive: true,
       maxSockets: 128,
@@ -40,7 +44,7 @@ class Client {
   }
   request(method: string, p: string, body?: unknown): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = https.request(`${this.env.url}${p}`, { method, agent: this.agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      const req = https.request(`${this.url}${p}`, { method, agent: this.agent, headers: { 'content-type': 'application/json' } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
@@ -51,7 +55,7 @@ class Client {
     });
   }
   watch(p: string, onLine: (line: string) => void): () => void {
-    const req = https.request(`${this.env.url}${p}`, { agent: this.agent }, (res) => {
+    const req = https.request(`${this.url}${p}`, { agent: this.agent }, (res) => {
       let buf = '';
       res.on('data', (c: Buffer) => {
         buf += c.toString();
@@ -116,6 +120,36 @@ async function cpuPerOp(env: Environment, ops: number, fn: () => Promise<void>):
   return out;
 }
 
+/**
+ * CPU per request of a bare express-on-HTTPS server (https-floor.ts) under
+ * the same creates at the given concurrency: what any Node HTTPS front pays
+ * before doing work.
+ */
+async function httpsFloor(env: Environment, total: number, concurrency: number): Promise<{ ratePerSecond: number; serverCpuMs: number }> {
+  const child = fork(path.join(__dirname, 'https-floor.js'), [env.pki.servingCert, env.pki.servingKey, env.pki.caCert], { stdio: 'ignore' });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('message', (m) => resolve((m as { port: number }).port));
+      child.once('exit', (code) => reject(new Error(`the HTTPS floor server exited (${code})`)));
+    });
+    const client = new Client(env, `https://127.0.0.1:${port}`);
+    try {
+      for (let i = 0; i < 200; i++) await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`warm-${i}`));
+      const before = cpuMs(child.pid ?? 0) ?? 0;
+      const ratePerSecond = await runConcurrent(total, concurrency, async (i) => {
+        const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`floor-${i}`));
+        if (res.status !== 201) throw new Error(`floor server answered ${res.status}`);
+      });
+      const serverCpuMs = ((cpuMs(child.pid ?? 0) ?? 0) - before) / total;
+      return { ratePerSecond: Math.round(ratePerSecond), serverCpuMs: Math.round(serverCpuMs * 100) / 100 };
+    } finally {
+      client.close();
+    }
+  } finally {
+    child.kill();
+  }
+}
+
 const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v'.repeat(64) } });
 
 async function main(): Promise<void> {
@@ -149,6 +183,7 @@ async function main(): Promise<void> {
       throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
     }
     results['createThroughput'] = throughput;
+    results['httpsFloor'] = await httpsFloor(env, CREATES_PER_LEVEL, CONCURRENCY[CONCURRENCY.length - 1] as number);
 
     const getSamples: number[] = [];
     for (let i = 0; i < 500; i++) {
@@ -234,6 +269,8 @@ async function main(): Promise<void> {
     for (const [name, ms] of Object.entries(cpu).sort((a, b) => b[1] - a[1])) lines.push(`  ${name.padEnd(20)}          ${ms.toFixed(2).padStart(6)}       ${(directCpu[name] ?? 0).toFixed(2).padStart(6)}`);
     lines.push(`  ${'total'.padEnd(20)}          ${sum(cpu).toFixed(2).padStart(6)}       ${sum(directCpu).toFixed(2).padStart(6)}`);
   }
+  const floor = results['httpsFloor'] as { ratePerSecond: number; serverCpuMs: number } | undefined;
+  if (floor) lines.push(`bare express on HTTPS, same POSTs: ${floor.serverCpuMs.toFixed(2)} ms CPU per request (${floor.ratePerSecond} req/s)`);
   process.stdout.write(lines.join('\n') + '\n');
   fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));
