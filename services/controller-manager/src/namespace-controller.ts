@@ -1,6 +1,7 @@
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient, WatchEvent } from './client';
+import { deletionConditions, mergeConditions, type DeletionProgress } from './namespace-conditions';
 
 /** The finalizer this controller owns on every namespace (`spec.finalizers`). */
 export const NAMESPACE_FINALIZER = 'svc';
@@ -17,6 +18,8 @@ interface ApiGroupList {
 interface NamespacedResource {
   /** `/api/v1` or `/apis/<group>/<version>`. */
   base: string;
+  /** Empty for the core group. */
+  group: string;
   plural: string;
 }
 
@@ -135,16 +138,27 @@ export class NamespaceController {
       throw err;
     }
     if (!ns.metadata?.deletionTimestamp || !finalizersOf(ns).includes(NAMESPACE_FINALIZER)) return 'done';
-    let remaining = 0;
-    for (const r of await this.namespacedResources()) {
-      const collection = `${r.base}/namespaces/${name}/${r.plural}`;
-      await this.client.request('DELETE', collection).catch((err: unknown) => {
-        if (!(err instanceof ApiError && (err.code === 404 || err.code === 405))) throw err;
-      });
-      const left = await this.client.request<{ items?: unknown[] }>('GET', `${collection}?limit=1`);
-      remaining += (left.items ?? []).length;
+    const progress: DeletionProgress = { deleteErrors: [], remaining: new Map(), finalizers: new Map() };
+    let resources: NamespacedResource[] = [];
+    try {
+      resources = await this.namespacedResources();
+    } catch (err) {
+      progress.discoveryError = (err as Error).message;
     }
-    if (remaining > 0) {
+    for (const r of resources) {
+      const collection = `${r.base}/namespaces/${name}/${r.plural}`;
+      const label = `${r.plural}.${r.group}`;
+      try {
+        await this.client.request('DELETE', collection);
+      } catch (err) {
+        if (!(err instanceof ApiError && (err.code === 404 || err.code === 405))) progress.deleteErrors.push(`${label}: ${(err as Error).message}`);
+      }
+      const left = (await this.client.request<{ items?: ApiObject[] }>('GET', collection)).items ?? [];
+      if (left.length > 0) progress.remaining.set(label, left.length);
+      for (const item of left) for (const f of item.metadata?.finalizers ?? []) progress.finalizers.set(f, (progress.finalizers.get(f) ?? 0) + 1);
+    }
+    await this.reportProgress(ns, progress);
+    if (progress.discoveryError !== undefined || progress.remaining.size > 0) {
       this.log.debug('namespace content still going away', { namespace: name });
       return 'pending';
     }
@@ -162,18 +176,32 @@ export class NamespaceController {
     return 'done';
   }
 
+  /** Shows the pass's outcome in the namespace's conditions; a lost race is left to the next pass. */
+  private async reportProgress(ns: ApiObject, progress: DeletionProgress): Promise<void> {
+    const conditions = mergeConditions(ns, deletionConditions(progress), rfc3339(new Date()));
+    if (!conditions) return;
+    const name = ns.metadata?.name ?? '';
+    const status = { ...((ns['status'] as Record<string, unknown> | undefined) ?? {}), conditions };
+    try {
+      const updated = await this.client.request('PUT', `/api/v1/namespaces/${name}/status`, { ...ns, status });
+      ns.metadata = updated.metadata ?? ns.metadata;
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
+    }
+  }
+
   /** Every namespaced kind discovery lists that can be listed and deleted as a collection. */
   private async namespacedResources(): Promise<NamespacedResource[]> {
-    const lists: Array<{ base: string; list: ApiResourceList }> = [{ base: '/api/v1', list: await this.client.request<ApiResourceList>('GET', '/api/v1') }];
+    const lists: Array<{ base: string; group: string; list: ApiResourceList }> = [{ base: '/api/v1', group: '', list: await this.client.request<ApiResourceList>('GET', '/api/v1') }];
     const groups = await this.client.request<ApiGroupList>('GET', '/apis');
     for (const g of groups.groups ?? []) {
       const gv = g.preferredVersion?.groupVersion;
-      if (gv) lists.push({ base: `/apis/${gv}`, list: await this.client.request<ApiResourceList>('GET', `/apis/${gv}`) });
+      if (gv) lists.push({ base: `/apis/${gv}`, group: gv.slice(0, gv.indexOf('/')), list: await this.client.request<ApiResourceList>('GET', `/apis/${gv}`) });
     }
     const out: NamespacedResource[] = [];
-    for (const { base, list } of lists) {
+    for (const { base, group, list } of lists) {
       for (const r of list.resources ?? []) {
-        if (r.namespaced && !r.name.includes('/') && r.verbs.includes('deletecollection') && r.verbs.includes('list')) out.push({ base, plural: r.name });
+        if (r.namespaced && !r.name.includes('/') && r.verbs.includes('deletecollection') && r.verbs.includes('list')) out.push({ base, group, plural: r.name });
       }
     }
     return out;

@@ -67,6 +67,19 @@ describe('namespace deletion end to end', () => {
     }, 20000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await phase('held')).toBe('Terminating');
+    // The namespace says why it waits, as the original controller's conditions do.
+    const conditions = await until(async () => {
+      const res = await kubectl(['get', 'namespace', 'held', '-o', 'json']);
+      const list = (JSON.parse(res.stdout).status?.conditions ?? []) as Array<{ type: string; status: string; message: string }>;
+      return list.some((c) => c.type === 'NamespaceFinalizersRemaining' && c.status === 'True') ? list : undefined;
+    }, 20000);
+    expect(conditions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'NamespaceContentRemaining', status: 'True', message: expect.stringContaining('configmaps. has 1 resource instances') }),
+        expect.objectContaining({ type: 'NamespaceFinalizersRemaining', status: 'True', message: expect.stringContaining('example.com/keep in 1 resource instances') }),
+        expect.objectContaining({ type: 'NamespaceDeletionDiscoveryFailure', status: 'False' }),
+      ]),
+    );
 
     expect((await kubectl(['patch', 'configmap', 'pinned', '-n', 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])).code).toBe(0);
     await until(async () => ((await phase('held')) === undefined ? true : undefined), 20000);
