@@ -68,8 +68,8 @@ function namespaceFinalizing(obj: ApiObject): boolean {
 }
 
 function prepareNamespaceForDeletion(obj: ApiObject): void {
-  const status = ensureRecord(obj, 'status');
-  status['phase'] = 'Terminating';
+  // A new status object: the caller's copy may share the stored one.
+  obj['status'] = { ...(asRecord(obj['status']) ?? {}), phase: 'Terminating' };
 }
 
 function applyNamespaceDefaults(obj: ApiObject): void {

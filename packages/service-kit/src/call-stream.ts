@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
-import { ApiError, type Status } from '@svc/apimachinery';
+import { ApiError } from '@svc/apimachinery';
 import type { common } from '@svc/proto';
-import { fromGrpcError, logFailure, toGrpcError, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
+import { failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
 import type { Logger } from './logger';
 
 /**
@@ -23,8 +23,7 @@ function frame(fields: Partial<Frame> & { id: number }): Frame {
 }
 
 function errorFrame(id: number, err: ApiError): Frame {
-  const status = toGrpcError(err);
-  return frame({ id, code: status.code ?? grpc.status.UNKNOWN, details: status.details ?? err.message, status: JSON.stringify(err.toStatus()) });
+  return frame({ id, code: grpcCodeOf(err), details: err.message, status: JSON.stringify(err.toStatus()) });
 }
 
 interface Route {
@@ -227,7 +226,7 @@ export class CallStream {
       this.pending.set(id, { stream, resolve, reject, timer });
       stream.write(frame({ id, method: method.path, message: method.requestSerialize(request), requestId: opts.requestId ?? '', trace: traceCarrier(), timeoutMs }));
     }).then((answer) => {
-      if (answer.code !== grpc.status.OK || answer.status) throw this.failure(answer);
+      if (answer.code !== grpc.status.OK || answer.status) throw failedCallError(answer.code, answer.status, this.service, answer.details);
       return method.responseDeserialize(Buffer.from(answer.message));
     });
   }
@@ -241,18 +240,6 @@ export class CallStream {
       this.failAll(stream, ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
       stream.cancel();
     }
-  }
-
-  private failure(answer: Frame): ApiError {
-    if (answer.status) {
-      try {
-        return ApiError.fromStatus(JSON.parse(answer.status) as Status);
-      } catch {
-        // fall through to the status code
-      }
-    }
-    const metadata = new grpc.Metadata();
-    return fromGrpcError({ code: answer.code, details: answer.details, metadata }, this.service);
   }
 
   private current(): grpc.ClientDuplexStream<Frame, Frame> {

@@ -31,27 +31,31 @@ const CODE_BY_HTTP: Record<number, grpc.status> = {
   504: grpc.status.DEADLINE_EXCEEDED,
 };
 
+/** The gRPC status code a failed call carries for an API error. */
+export function grpcCodeOf(apiError: ApiError): grpc.status {
+  return CODE_BY_HTTP[apiError.code] ?? grpc.status.UNKNOWN;
+}
+
 export function toGrpcError(err: unknown): Partial<grpc.StatusObject> {
   const apiError = ApiError.from(err);
   const metadata = new grpc.Metadata();
   metadata.set(STATUS_TRAILER, JSON.stringify(apiError.toStatus()));
-  return { code: CODE_BY_HTTP[apiError.code] ?? grpc.status.UNKNOWN, details: apiError.message, metadata };
+  return { code: grpcCodeOf(apiError), details: apiError.message, metadata };
 }
 
-/** Turns a failed call into the ApiError the gateway answers with. */
-export function fromGrpcError(err: unknown, service: string): ApiError {
-  if (err instanceof ApiError) return err;
-  const e = err as Partial<grpc.ServiceError>;
-  const raw = e.metadata?.get(STATUS_TRAILER)?.[0];
-  if (raw !== undefined) {
+/**
+ * The ApiError of a failed call: the API Status it carried (JSON) when
+ * there is one, else what its gRPC code means for the caller.
+ */
+export function failedCallError(code: grpc.status | undefined, statusJson: string | undefined, service: string, cause?: unknown): ApiError {
+  if (statusJson !== undefined && statusJson !== '') {
     try {
-      const status = JSON.parse(raw.toString()) as Status;
-      return ApiError.fromStatus(status);
+      return ApiError.fromStatus(JSON.parse(statusJson) as Status);
     } catch {
       // fall through to the transport mapping
     }
   }
-  switch (e.code) {
+  switch (code) {
     case grpc.status.UNAVAILABLE:
       return ApiError.serviceUnavailable(`the ${service} service is unavailable, try again later`, 1);
     case grpc.status.DEADLINE_EXCEEDED:
@@ -59,8 +63,15 @@ export function fromGrpcError(err: unknown, service: string): ApiError {
     case grpc.status.CANCELLED:
       return ApiError.timeout(`the call to the ${service} service was cancelled`, 1);
     default:
-      return ApiError.internal(`the ${service} service failed`, err);
+      return ApiError.internal(`the ${service} service failed`, cause);
   }
+}
+
+/** Turns a failed call into the ApiError the gateway answers with. */
+export function fromGrpcError(err: unknown, service: string): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as Partial<grpc.ServiceError>;
+  return failedCallError(e.code, e.metadata?.get(STATUS_TRAILER)?.[0]?.toString(), service, err);
 }
 
 export interface CallContext {

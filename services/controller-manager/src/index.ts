@@ -4,5 +4,5 @@
  */
 export { start, type ControllerManagerConfig, type ControllerManagerHandle } from './server';
 export { ApiClient, loadKubeconfig, type Credentials, type WatchEvent } from './client';
-export { NamespaceController, NAMESPACE_FINALIZER } from './namespace-controller';
+export { NamespaceController } from './namespace-controller';
 export { CONTROLLER_MANAGER_FLAGS } from './flags';

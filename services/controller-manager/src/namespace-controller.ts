@@ -1,10 +1,8 @@
 import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
+import { NAMESPACE_FINALIZER } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient, WatchEvent } from './client';
 import { deletionConditions, mergeConditions, type DeletionProgress } from './namespace-conditions';
-
-/** The finalizer this controller owns on every namespace (`spec.finalizers`). */
-export const NAMESPACE_FINALIZER = 'svc';
 
 interface ApiResourceList {
   groupVersion?: string;
@@ -157,7 +155,7 @@ export class NamespaceController {
       if (left.length > 0) progress.remaining.set(label, left.length);
       for (const item of left) for (const f of item.metadata?.finalizers ?? []) progress.finalizers.set(f, (progress.finalizers.get(f) ?? 0) + 1);
     }
-    await this.reportProgress(ns, progress);
+    ns = await this.reportProgress(ns, progress);
     if (progress.discoveryError !== undefined || progress.remaining.size > 0) {
       this.log.debug('namespace content still going away', { namespace: name });
       return 'pending';
@@ -176,17 +174,19 @@ export class NamespaceController {
     return 'done';
   }
 
-  /** Shows the pass's outcome in the namespace's conditions; a lost race is left to the next pass. */
-  private async reportProgress(ns: ApiObject, progress: DeletionProgress): Promise<void> {
+  /**
+   * Shows the pass's outcome in the namespace's conditions and returns the
+   * namespace as it now is; a lost race is left to the next pass.
+   */
+  private async reportProgress(ns: ApiObject, progress: DeletionProgress): Promise<ApiObject> {
     const conditions = mergeConditions(ns, deletionConditions(progress), rfc3339(new Date()));
-    if (!conditions) return;
-    const name = ns.metadata?.name ?? '';
+    if (!conditions) return ns;
     const status = { ...((ns['status'] as Record<string, unknown> | undefined) ?? {}), conditions };
     try {
-      const updated = await this.client.request('PUT', `/api/v1/namespaces/${name}/status`, { ...ns, status });
-      ns.metadata = updated.metadata ?? ns.metadata;
+      return await this.client.request('PUT', `/api/v1/namespaces/${ns.metadata?.name ?? ''}/status`, { ...ns, status });
     } catch (err) {
-      if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
+      if (err instanceof ApiError && (err.code === 409 || err.code === 404)) return ns;
+      throw err;
     }
   }
 
