@@ -4,6 +4,8 @@ import { admission } from '@svc/proto';
 import { CLIENT_OPTIONS, CallStream, toProtoUser, type CallOptions } from '@svc/service-kit';
 import type { AdmissionOperation } from './plugins';
 
+export type { AdmissionOperation };
+
 /**
  * `mutating-then-validating` runs both phases in one call when mutation
  * leaves the object unchanged (`validated` in the output says so).

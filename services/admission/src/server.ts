@@ -1,7 +1,7 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
 import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
-import { StorageClient } from '@svc/storage';
+import { StorageClient } from '@svc/storage/client';
 import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
 export interface AdmissionConfig {

@@ -3,6 +3,8 @@ import { authz } from '@svc/proto';
 import { CLIENT_OPTIONS, callUnary, toProtoUser, type CallOptions } from '@svc/service-kit';
 import type { Attributes, AuthorizerDecision } from './authorizer';
 
+export type { Attributes, AuthorizerDecision };
+
 /** Typed client of the authorization service. */
 export class AuthzClient {
   private readonly client: authz.AuthzClient;

@@ -1,10 +1,10 @@
 import type { ResourceRegistry } from '@svc/apimachinery';
-import type { AdmissionClient } from '@svc/admission';
-import type { AuthnClient } from '@svc/authn';
-import type { AuthzClient } from '@svc/authz';
+import type { AdmissionClient } from '@svc/admission/client';
+import type { AuthnClient } from '@svc/authn/client';
+import type { AuthzClient } from '@svc/authz/client';
 import type { Logger } from '@svc/service-kit';
-import type { StorageClient } from '@svc/storage';
-import type { WatchFanoutClient } from '@svc/watch-fanout';
+import type { StorageClient } from '@svc/storage/client';
+import type { WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
 

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { logFrom, warningsFrom } from './context';
-import type { StoredResult } from '@svc/storage';
+import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
 
 /**

@@ -18,7 +18,7 @@ import {
   type UserInfo,
 } from '@svc/apimachinery';
 import { trackUpdate } from '@svc/merge';
-import type { StoredResult } from '@svc/storage';
+import type { StoredResult } from '@svc/storage/client';
 import type { GatewayDeps } from './backends';
 
 /**

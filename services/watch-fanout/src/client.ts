@@ -3,6 +3,9 @@ import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { CLIENT_OPTIONS, callUnary, fromGrpcError, outgoingMetadata, type CallOptions } from '@svc/service-kit';
 
+/** The gateway's end of the bus travels with the client: both are what a caller of watch-fanout needs. */
+export { ChangeSubscriber, type ChangeListener } from './subscriber';
+
 function isUnavailable(err: unknown): boolean {
   return (err as { code?: number } | null)?.code === grpc.status.UNAVAILABLE;
 }

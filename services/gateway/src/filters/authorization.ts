@@ -1,5 +1,5 @@
 import { ApiError } from '@svc/apimachinery';
-import type { Attributes, AuthorizerDecision } from '@svc/authz';
+import type { Attributes, AuthorizerDecision } from '@svc/authz/client';
 import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
 import { requestIdFrom, requestInfoFrom, userFrom } from '../context';

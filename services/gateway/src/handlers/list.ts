@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '@svc/apimachinery';
-import type { ListRequestOptions } from '@svc/storage';
+import type { ListRequestOptions } from '@svc/storage/client';
 import { writeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';

@@ -1,7 +1,7 @@
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
-import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout';
+import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
 
 /**
  * The gateway's end of the change bus. One subscription per process; events
