@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
-import { ensurePki, issueClientCertificate, kubeconfig, type Pki } from './pki';
+import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess } from './process';
 
@@ -38,6 +38,8 @@ export interface Environment {
   url: string;
   kubeconfigPath: string;
   pki: Pki;
+  /** The internal CA and the services' own certificates (every internal edge is mutual TLS). */
+  internalPki: InternalPki;
   etcd: EtcdInstance;
   nats: NatsInstance;
   processes: ManagedProcess[];
@@ -66,6 +68,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const logDir = path.join(dir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
   const pki = ensurePki(path.join(dir, 'pki'));
+  const internalPki = ensureInternalPki(path.join(dir, 'pki', 'internal'));
   const processes: ManagedProcess[] = [];
   let etcd: EtcdInstance | undefined;
   let nats: NatsInstance | undefined;
@@ -149,6 +152,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       url,
       kubeconfigPath,
       pki,
+      internalPki,
       etcd: started.etcd,
       nats: started.nats,
       processes,

@@ -7,5 +7,5 @@ export { freePort, waitForPort } from './ports';
 export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions } from './process';
 export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
-export { ensurePki, issueClientCertificate, kubeconfig, type Pki } from './pki';
+export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
 export { startEnvironment, type Environment, type EnvironmentOptions } from './environment';

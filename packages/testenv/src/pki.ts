@@ -31,6 +31,58 @@ function issue(dir: string, name: string, subject: string, ext: string): void {
   fs.rmSync(path.join(dir, `${name}.csr`));
 }
 
+/**
+ * The identities inside the system. Each holds one certificate from the
+ * internal CA (CN = the identity, usable as server and as client), which is
+ * what every internal edge checks: gRPC between the services, etcd, NATS.
+ */
+export const INTERNAL_IDENTITIES = ['gateway', 'storage', 'authn', 'authz', 'admission', 'watch-fanout', 'etcd', 'nats'] as const;
+export type InternalIdentity = (typeof INTERNAL_IDENTITIES)[number];
+
+export interface CertificatePair {
+  cert: string;
+  key: string;
+}
+
+export interface InternalPki {
+  dir: string;
+  /** The internal CA: trusted only between the services, never by or for API clients. */
+  caCert: string;
+  caKey: string;
+  identities: Record<InternalIdentity, CertificatePair>;
+}
+
+function sanOf(hosts: string[]): string {
+  return hosts.map((h) => (/^[0-9.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
+}
+
+function ensureCa(dir: string, name: string, subject: string): void {
+  if (fs.existsSync(path.join(dir, `${name}.crt`))) return;
+  openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', `${name}.key`], dir);
+  openssl(['req', '-x509', '-new', '-key', `${name}.key`, '-subj', subject, '-days', '3650', '-sha256', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-out', `${name}.crt`], dir);
+}
+
+/**
+ * The internal CA and one certificate per identity under `dir`
+ * (`ca.crt`, `<identity>.crt`, `<identity>.key`). Each certificate names
+ * its identity, `localhost` and 127.0.0.1, plus `extraHosts[identity]` (for
+ * example the DNS names of a deployment). Existing files are kept.
+ */
+export function ensureInternalPki(dir: string, extraHosts: Partial<Record<InternalIdentity, string[]>> = {}): InternalPki {
+  fs.mkdirSync(dir, { recursive: true });
+  ensureCa(dir, 'ca', '/CN=svc-internal-ca');
+  const identities = {} as Record<InternalIdentity, CertificatePair>;
+  for (const identity of INTERNAL_IDENTITIES) {
+    const pair = { cert: path.join(dir, `${identity}.crt`), key: path.join(dir, `${identity}.key`) };
+    if (!fs.existsSync(pair.cert)) {
+      const hosts = [identity, 'localhost', '127.0.0.1', ...(extraHosts[identity] ?? [])];
+      issue(dir, identity, `/O=svc:internal/CN=${identity}`, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${sanOf(hosts)}\n`);
+    }
+    identities[identity] = pair;
+  }
+  return { dir, caCert: path.join(dir, 'ca.crt'), caKey: path.join(dir, 'ca.key'), identities };
+}
+
 export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.1']): Pki {
   fs.mkdirSync(dir, { recursive: true });
   const pki: Pki = {
@@ -42,13 +94,9 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
     adminCert: path.join(dir, 'admin.crt'),
     adminKey: path.join(dir, 'admin.key'),
   };
-  if (!fs.existsSync(pki.caCert)) {
-    openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'ca.key'], dir);
-    openssl(['req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=svc-ca', '-days', '3650', '-sha256', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-out', 'ca.crt'], dir);
-  }
+  ensureCa(dir, 'ca', '/CN=svc-ca');
   if (!fs.existsSync(pki.servingCert)) {
-    const san = hosts.map((h) => (/^[0-9.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
-    issue(dir, 'serving', '/CN=svc-gateway', `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`);
+    issue(dir, 'serving', '/CN=svc-gateway', `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sanOf(hosts)}\n`);
   }
   if (!fs.existsSync(pki.adminCert)) {
     issue(dir, 'admin', '/O=system:masters/CN=svc-admin', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
