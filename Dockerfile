@@ -51,9 +51,13 @@ WORKDIR /app
 # which the next COPY fills at the same paths.
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /out/ ./
-# /pki is where the pki step writes and the gateway and authn read; a named
-# volume mounted there starts with this directory's owner.
-RUN mkdir -p /pki && chown 1000:1000 /pki
+# /pki is where the pki step keeps the CAs and where every service reads its
+# own files; /export/<consumer> is where the pki step writes each consumer's
+# set (docker-compose mounts a volume per consumer there). A named volume
+# mounted on a directory starts with that directory's owner.
+RUN mkdir -p /pki /export/gateway /export/authn /export/authz /export/admission /export/storage \
+      /export/watch-fanout /export/etcd /export/nats /export/controller-manager \
+ && chown -R 1000:1000 /pki /export
 # The image's `node` user, numeric so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 6443 7101 7102 7103 7104 7105

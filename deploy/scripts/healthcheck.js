@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Container health checks (docker-compose.yml healthcheck, Kubernetes exec probes).
 //
-//   node deploy/scripts/healthcheck.js grpc HOST:PORT
+//   node deploy/scripts/healthcheck.js grpc HOST:PORT [CA_FILE CERT_FILE KEY_FILE]
 //       exit 0 when a gRPC (HTTP/2) channel to HOST:PORT becomes ready. The
 //       services register no grpc.health.v1 service; a gRPC server binds its
 //       port only after its services are added, so a ready channel means the
-//       service is up.
+//       service is up. With the files, the channel is mutual TLS (the
+//       service's own internal certificate will do: readiness needs only the
+//       handshake, no call), and the server certificate must be valid for the
+//       identity named by the certificate's own CN.
 //   node deploy/scripts/healthcheck.js http URL
 //       exit 0 when GET URL answers 200 (the controller-manager's /readyz).
 //   node deploy/scripts/healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]
@@ -24,9 +27,23 @@ function fail(message) {
   process.exit(1);
 }
 
-function grpcReady(target) {
+function commonName(certPem) {
+  const { X509Certificate } = require('node:crypto');
+  const m = /(?:^|\n)CN=([^\n]+)/.exec(new X509Certificate(certPem).subject);
+  return m ? m[1] : undefined;
+}
+
+function grpcReady(target, caFile, certFile, keyFile) {
   const grpc = require('@grpc/grpc-js');
-  const client = new grpc.Client(target, grpc.credentials.createInsecure());
+  let credentials = grpc.credentials.createInsecure();
+  const options = {};
+  if (caFile && certFile && keyFile) {
+    const cert = fs.readFileSync(certFile);
+    credentials = grpc.credentials.createSsl(fs.readFileSync(caFile), fs.readFileSync(keyFile), cert);
+    const name = commonName(cert);
+    if (name) options['grpc.ssl_target_name_override'] = name;
+  }
+  const client = new grpc.Client(target, credentials, options);
   const timer = setTimeout(() => fail(`${target}: no answer in ${TIMEOUT_MS} ms`), TIMEOUT_MS + 500);
   client.waitForReady(Date.now() + TIMEOUT_MS, (err) => {
     clearTimeout(timer);
@@ -65,7 +82,7 @@ function httpOk(url) {
 }
 
 const [mode, target, ...rest] = process.argv.slice(2);
-if (mode === 'grpc' && target) grpcReady(target);
+if (mode === 'grpc' && target) grpcReady(target, rest[0], rest[1], rest[2]);
 else if (mode === 'http' && target) httpOk(target);
 else if (mode === 'https' && target) httpsOk(target, rest[0], rest[1], rest[2]);
-else fail('usage: healthcheck.js grpc HOST:PORT | healthcheck.js http URL | healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]');
+else fail('usage: healthcheck.js grpc HOST:PORT [CA_FILE CERT_FILE KEY_FILE] | healthcheck.js http URL | healthcheck.js https URL [CA_FILE [CERT_FILE KEY_FILE]]');

@@ -1,36 +1,48 @@
 #!/usr/bin/env node
 // The one-shot PKI step of docker-compose.yml and deploy/kubernetes/pki-job.yaml.
 //
-// Makes (or keeps, when already there) the CA, the gateway's serving
-// certificate and the admin client certificate (CN svc-admin, O
-// system:masters) with the same code `make up` uses (@svc/testenv's
-// ensurePki, i.e. the openssl command line), then writes admin.kubeconfig.
-// It also issues the controller-manager's client certificate (CN
-// system:svc-controller-manager) and writes controller-manager.kubeconfig,
-// which reaches the gateway from inside the deployment.
+// Makes (or keeps, when already there), with the same code `make up` uses
+// (@svc/testenv's ensurePki and ensureInternalPki, i.e. the openssl command
+// line):
+//   - the client-facing CA, the gateway's serving certificate, the admin
+//     client certificate (CN svc-admin, O system:masters) and admin.kubeconfig,
+//     the controller-manager's client certificate and its kubeconfig;
+//   - the internal CA and one certificate per service identity (gateway,
+//     storage, authn, authz, admission, watch-fanout, etcd, nats), which every
+//     internal edge (gRPC, etcd, NATS) checks.
+// Each consumer then gets only the files it needs, never a CA key:
+//   gateway             serving.crt serving.key client-ca.crt + internal files
+//   authn               client-ca.crt + internal files
+//   storage authz admission watch-fanout etcd nats   internal files
+//   controller-manager  controller-manager.kubeconfig
+// where the internal files are internal-ca.crt, tls.crt and tls.key (the
+// consumer's own identity), and nats also gets nats.conf.
 //
-//   node deploy/scripts/pki.js --dir=/pki --hosts=localhost,127.0.0.1,gateway --server=https://localhost:6443 \
-//     --controller-manager-server=https://gateway:6443
+//   node deploy/scripts/pki.js --dir=/pki --export-dir=/export --hosts=localhost,127.0.0.1,gateway \
+//     --server=https://localhost:6443 --controller-manager-server=https://gateway:6443
 //
-// With --secret-prefix=NAME (Kubernetes, in-cluster) it also stores the files
-// as three Secrets through the API server, using the pod's service account:
-//   NAME          ca.crt, serving.crt, serving.key    (mounted by gateway and authn)
-//   NAME-ca       ca.crt, ca.key                      (mounted by nothing; keep it for issuing more certificates)
-//   NAME-admin    admin.crt, admin.key, admin.kubeconfig
-//   NAME-controller-manager   controller-manager.kubeconfig
-// When NAME already exists nothing is generated, so a re-run keeps the identity.
+// --export-dir=DIR (docker-compose) writes DIR/<consumer>/<file>. With
+// --secret-prefix=NAME (Kubernetes, in-cluster) the same sets are stored as
+// Secrets through the API server, using the pod's service account:
+//   NAME-ca       ca.crt ca.key internal-ca.crt internal-ca.key   (mounted by nothing: keep it to issue more)
+//   NAME-admin    admin.crt admin.key admin.kubeconfig
+//   NAME-<consumer>   the consumer's files above
+// NAME-gateway is written last; when it exists nothing is generated, so a
+// re-run keeps every identity.
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
 const path = require('node:path');
-const { ensurePki, issueClientCertificate, kubeconfig } = require('@svc/testenv/dist/pki');
+const { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES } = require('@svc/testenv/dist/pki');
+const { natsServerConfig } = require('@svc/testenv/dist/backends');
 
 const FLAGS = {
-  dir: 'directory for the certificates and admin.kubeconfig',
+  dir: 'directory for the CAs, the certificates and admin.kubeconfig (keep it private to this step)',
+  'export-dir': 'docker-compose only: write each consumer\'s files to DIR/<consumer>/',
   hosts: 'comma-separated DNS names and IPs of the serving certificate',
   server: 'gateway URL written into admin.kubeconfig',
   'controller-manager-server': 'gateway URL written into controller-manager.kubeconfig (as reached from inside the deployment)',
-  'secret-prefix': 'Kubernetes only: store the files as Secrets named PREFIX, PREFIX-ca, PREFIX-admin',
+  'secret-prefix': 'Kubernetes only: store the files as Secrets named PREFIX-ca, PREFIX-admin and PREFIX-<consumer>',
   namespace: "Kubernetes only: the Secrets' namespace (default: the pod's own)",
 };
 
@@ -39,7 +51,7 @@ function usage() {
 }
 
 function parse(argv) {
-  const out = { dir: '/pki', hosts: 'localhost,127.0.0.1', server: 'https://localhost:6443', 'controller-manager-server': 'https://gateway:6443', 'secret-prefix': '', namespace: '' };
+  const out = { dir: '/pki', hosts: 'localhost,127.0.0.1', server: 'https://localhost:6443', 'controller-manager-server': 'https://gateway:6443', 'export-dir': '', 'secret-prefix': '', namespace: '' };
   for (const arg of argv) {
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(usage() + '\n');
@@ -107,21 +119,46 @@ async function createSecret(namespace, name, files) {
   else process.stdout.write(`pki: secret ${namespace}/${name} created\n`);
 }
 
+/** What each consumer may read, by file name, from the paths made above. */
+function consumerFiles(pki, internal, cmKubeconfig, natsConf) {
+  const files = {};
+  for (const identity of INTERNAL_IDENTITIES) {
+    const own = internal.identities[identity];
+    files[identity] = { 'internal-ca.crt': internal.caCert, 'tls.crt': own.cert, 'tls.key': own.key };
+  }
+  Object.assign(files.gateway, { 'serving.crt': pki.servingCert, 'serving.key': pki.servingKey, 'client-ca.crt': pki.caCert });
+  Object.assign(files.authn, { 'client-ca.crt': pki.caCert });
+  files.nats['nats.conf'] = natsConf;
+  files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig };
+  return files;
+}
+
+function exportFiles(exportDir, files) {
+  for (const [consumer, set] of Object.entries(files)) {
+    const dir = path.join(exportDir, consumer);
+    fs.mkdirSync(dir, { recursive: true });
+    for (const [name, source] of Object.entries(set)) fs.writeFileSync(path.join(dir, name), fs.readFileSync(source), { mode: 0o600 });
+  }
+}
+
 async function main() {
   const flags = parse(process.argv.slice(2));
   const hosts = flags.hosts.split(',').map((h) => h.trim()).filter(Boolean);
   if (hosts.length === 0) throw new Error('--hosts names no host');
+  const prefix = flags['secret-prefix'];
   let namespace = '';
-  if (flags['secret-prefix']) {
+  if (prefix) {
     namespace = flags.namespace || fs.readFileSync(path.join(SA_DIR, 'namespace'), 'utf8').trim();
-    const existing = await apiRequest('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(flags['secret-prefix'])}`);
+    const marker = `${prefix}-gateway`;
+    const existing = await apiRequest('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(marker)}`);
     if (existing.status === 200) {
-      process.stdout.write(`pki: secret ${namespace}/${flags['secret-prefix']} exists, nothing to do\n`);
+      process.stdout.write(`pki: secret ${namespace}/${marker} exists, nothing to do\n`);
       return;
     }
-    if (existing.status !== 404) throw new Error(`reading secret ${namespace}/${flags['secret-prefix']}: HTTP ${existing.status} ${existing.body}`);
+    if (existing.status !== 404) throw new Error(`reading secret ${namespace}/${marker}: HTTP ${existing.status} ${existing.body}`);
   }
   const pki = ensurePki(path.resolve(flags.dir), hosts);
+  const internal = ensureInternalPki(path.join(pki.dir, 'internal'));
   const kubeconfigPath = path.join(pki.dir, 'admin.kubeconfig');
   fs.writeFileSync(kubeconfigPath, kubeconfig(flags.server, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
   const cm = path.join(pki.dir, 'controller-manager.crt');
@@ -131,14 +168,21 @@ async function main() {
   const cmKubeconfig = path.join(pki.dir, 'controller-manager.kubeconfig');
   const cmServer = flags['controller-manager-server'];
   fs.writeFileSync(cmKubeconfig, kubeconfig(cmServer, pki.caCert, cmIdentity.cert, cmIdentity.key, 'system:svc-controller-manager'), { mode: 0o600 });
-  process.stdout.write(`pki: ${pki.dir} holds ca.crt, serving.crt (${hosts.join(', ')}), admin.crt and admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer})\n`);
-  if (flags['secret-prefix']) {
-    const prefix = flags['secret-prefix'];
-    // The -ca and -admin Secrets first: the serving Secret is the marker a re-run checks.
-    await createSecret(namespace, `${prefix}-ca`, { 'ca.crt': pki.caCert, 'ca.key': pki.caKey });
+  // The NATS server reads its certificates where its consumer set is mounted (/pki in both deployments).
+  const natsConf = path.join(pki.dir, 'nats.conf');
+  fs.writeFileSync(natsConf, natsServerConfig({ listen: '0.0.0.0:4222', httpPort: 8222, storeDir: '/data', tls: { caFile: '/pki/internal-ca.crt', certFile: '/pki/tls.crt', keyFile: '/pki/tls.key' } }));
+  const files = consumerFiles(pki, internal, cmKubeconfig, natsConf);
+  process.stdout.write(`pki: ${pki.dir} holds the CAs, serving.crt (${hosts.join(', ')}), admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer}) and the internal certificates of ${INTERNAL_IDENTITIES.join(', ')}\n`);
+  if (flags['export-dir']) {
+    exportFiles(path.resolve(flags['export-dir']), files);
+    process.stdout.write(`pki: each consumer's files written to ${flags['export-dir']}/<consumer>/\n`);
+  }
+  if (prefix) {
+    await createSecret(namespace, `${prefix}-ca`, { 'ca.crt': pki.caCert, 'ca.key': pki.caKey, 'internal-ca.crt': internal.caCert, 'internal-ca.key': internal.caKey });
     await createSecret(namespace, `${prefix}-admin`, { 'admin.crt': pki.adminCert, 'admin.key': pki.adminKey, 'admin.kubeconfig': kubeconfigPath });
-    await createSecret(namespace, `${prefix}-controller-manager`, { 'controller-manager.kubeconfig': cmKubeconfig });
-    await createSecret(namespace, prefix, { 'ca.crt': pki.caCert, 'serving.crt': pki.servingCert, 'serving.key': pki.servingKey });
+    // The gateway's Secret last: it is the marker a re-run checks.
+    for (const [consumer, set] of Object.entries(files)) if (consumer !== 'gateway') await createSecret(namespace, `${prefix}-${consumer}`, set);
+    await createSecret(namespace, `${prefix}-gateway`, files.gateway);
   }
 }
 

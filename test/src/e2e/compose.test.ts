@@ -256,7 +256,7 @@ describe('docker-compose.yml', () => {
   test('the flags.ts parser reads what the services export', () => {
     expect([...declaredFlags('storage').names].sort()).toEqual(Object.keys(STORAGE_FLAGS).sort());
     expect([...declaredFlags('watch-fanout').names].sort()).toEqual(Object.keys(WATCH_FANOUT_FLAGS).sort());
-    expect([...declaredFlags('gateway').required].sort()).toEqual(['tls-cert-file', 'tls-private-key-file']);
+    expect([...declaredFlags('gateway').required].sort()).toEqual(['internal-ca-file', 'internal-cert-file', 'internal-key-file', 'tls-cert-file', 'tls-private-key-file']);
     const parsed = parseFlagSpecs("export const X: FlagSpecs = {\n  a: { description: 'x, {y}' },\n  'b-c': {\n    description: \"z\",\n    required: true,\n  },\n};\nconst other = { d: 1 };\n");
     expect([...parsed.names]).toEqual(['a', 'b-c']);
     expect([...parsed.required]).toEqual(['b-c']);
@@ -372,24 +372,66 @@ describe('docker-compose.yml', () => {
     expect(fanout.split(',').map((a) => splitHostPort(a).host).sort()).toEqual(['watch-fanout-1', 'watch-fanout-2']);
   });
 
-  test('certificates come from the pki volume; the gateway publishes 6443', async () => {
+  test('each consumer mounts only its own pki volume; the CA keys stay with the pki step', async () => {
     const { services, volumes } = await load();
     expect(Object.keys(volumes ?? {})).toContain('pki');
     const pki = services['pki'] as ComposeService;
     expect(mounts(pki)).toContainEqual({ source: 'pki', target: '/pki', readOnly: false });
     expect(flagValue(command(pki), 'dir')).toBe('/pki');
+    expect(flagValue(command(pki), 'export-dir')).toBe('/export');
     expect((flagValue(command(pki), 'hosts') ?? '').split(',')).toEqual(expect.arrayContaining(['localhost', '127.0.0.1', 'gateway']));
     expect(flagValue(command(pki), 'server')).toBe('https://localhost:6443');
     for (const [name, svc] of Object.entries(services)) {
-      const files = flagsOf(command(svc)).filter(([, v]) => v.startsWith('/pki/'));
-      if (files.length === 0) continue;
-      expect(mounts(svc).map((m) => `${name}: ${m.source}:${m.target}`)).toContain(`${name}: pki:/pki`);
+      if (name === 'pki') continue;
+      // Only the pki step sees the CA keys.
+      expect(`${name}: ${mounts(svc).some((m) => m.source === 'pki')}`).toBe(`${name}: false`);
+      const reads = [...command(svc), ...asList(svc.healthcheck?.test)].some((part) => /(^|=)\/pki\//.test(part));
+      if (!reads) continue;
+      const consumer = name.replace(/-\d+$/, '');
+      expect(mounts(svc).filter((m) => m.target === '/pki').map((m) => `${name}: ${m.source} ro=${m.readOnly}`)).toEqual([`${name}: pki-${consumer} ro=true`]);
+      expect(mounts(pki)).toContainEqual({ source: `pki-${consumer}`, target: `/export/${consumer}`, readOnly: false });
       expect(dependsOn(svc)['pki']).toBe('service_completed_successfully');
     }
     const gateway = command(services['gateway'] as ComposeService);
     expect(flagValue(gateway, 'tls-cert-file')).toBe('/pki/serving.crt');
-    expect(flagValue(gateway, 'client-ca-file')).toBe('/pki/ca.crt');
-    expect(publishedPorts(services['gateway'] as ComposeService)).toContainEqual({ published: 6443, target: listenPort(services['gateway'] as ComposeService) });
+    expect(flagValue(gateway, 'client-ca-file')).toBe('/pki/client-ca.crt');
+  });
+
+  test('every internal edge is mutual TLS: gRPC, etcd and NATS', async () => {
+    const { services } = await load();
+    for (const [name, service, svc] of await appServices()) {
+      if (service === 'controller-manager') continue;
+      const cmd = command(svc);
+      expect(`${name}: ${flagValue(cmd, 'internal-ca-file')} ${flagValue(cmd, 'internal-cert-file')} ${flagValue(cmd, 'internal-key-file')}`).toBe(`${name}: /pki/internal-ca.crt /pki/tls.crt /pki/tls.key`);
+      if (flagValue(cmd, 'etcd-servers')) {
+        expect(`${name}: ${flagValue(cmd, 'etcd-servers')} ${flagValue(cmd, 'etcd-certfile')}`).toBe(`${name}: https://etcd:2379 /pki/tls.crt`);
+      }
+      if (flagValue(cmd, 'nats-url')) {
+        expect(`${name}: ${flagValue(cmd, 'nats-url')} ${flagValue(cmd, 'nats-cert-file')}`).toBe(`${name}: tls://nats:4222 /pki/tls.crt`);
+      }
+    }
+    const etcd = command(services['etcd'] as ComposeService);
+    expect(etcd).toEqual(expect.arrayContaining(['--client-cert-auth', '--trusted-ca-file=/pki/internal-ca.crt', '--listen-client-urls=https://0.0.0.0:2379']));
+    expect(command(services['nats'] as ComposeService)).toContain('--config=/pki/nats.conf');
+  });
+
+  test('only the gateway is reachable from outside', async () => {
+    const res = await runIn(ROOT, 'docker-compose', ['config']);
+    const raw = yaml.load(res.stdout) as Compose & { networks?: Record<string, { internal?: boolean } | null> };
+    const networksOf = (svc: ComposeService): string[] => {
+      const n = (svc as { networks?: string[] | Record<string, unknown> }).networks;
+      return Array.isArray(n) ? n : Object.keys(n ?? {});
+    };
+    expect(raw.networks?.['internal']?.internal).toBe(true);
+    for (const [name, svc] of Object.entries(raw.services)) {
+      if (name === 'gateway') {
+        expect(networksOf(svc).sort()).toEqual(['edge', 'internal']);
+        expect(publishedPorts(svc)).toEqual([{ published: 6443, target: listenPort(svc) }]);
+      } else {
+        expect(`${name}: ${networksOf(svc).join(',')}`).toBe(`${name}: internal`);
+        expect(`${name}: ${publishedPorts(svc).length}`).toBe(`${name}: 0`);
+      }
+    }
   });
 });
 
@@ -498,6 +540,7 @@ describe('deploy/kubernetes', () => {
   test('etcd and NATS (JetStream) are StatefulSets; pki is a Job writing the Secret the pods mount; the Ingress passes TLS through', () => {
     const etcd = podSpec(find('StatefulSet', 'etcd')).containers[0] as Container;
     expect(etcd.command?.[0] ?? '').toMatch(/etcd$/);
+    expect(argv(etcd)).toEqual(expect.arrayContaining(['--client-cert-auth', '--trusted-ca-file=/pki/internal-ca.crt']));
     const nats = podSpec(find('StatefulSet', 'nats')).containers[0] as Container;
     expect(argv(nats)).toEqual(expect.arrayContaining([expect.stringMatching(/^(-js|--jetstream)$/)]));
     expect(find('Service', 'etcd')).toBeDefined();
@@ -513,7 +556,7 @@ describe('deploy/kubernetes', () => {
       const mount = c.volumeMounts?.find((m) => m.mountPath === '/pki');
       if (!mount) throw new Error(`${service} reads /pki but mounts nothing there`);
       const volume = podSpec(workload).volumes?.find((v) => v.name === mount.name);
-      expect(`${service}: ${volume?.secret?.secretName}`).toBe(`${service}: ${secret}`);
+      expect(`${service}: ${volume?.secret?.secretName}`).toBe(`${service}: ${secret}-${service}`);
     }
 
     const ingress = find('Ingress', 'gateway');
@@ -523,6 +566,41 @@ describe('deploy/kubernetes', () => {
     // The Ingress host must be a name of the serving certificate.
     const hosts = (flagValue(argv(podSpec(pkiJob).containers[0] as Container), 'hosts') ?? '').split(',');
     for (const r of rules) expect(hosts).toContain(r.host);
+  });
+
+  test('NetworkPolicies allow exactly the internal edges, and anyone only to the gateway', () => {
+    interface Policy {
+      spec?: { podSelector?: { matchLabels?: Record<string, string> }; ingress?: Array<{ from?: Array<{ podSelector?: { matchLabels?: Record<string, string> } }>; ports?: Array<{ port: number }> }> };
+    }
+    const policies = manifests.filter(({ doc }) => doc.kind === 'NetworkPolicy').map(({ doc }) => doc as Policy & K8sObject);
+    const denyAll = policies.find((p) => Object.keys(p.spec?.podSelector?.matchLabels ?? {}).length === 0 && (p.spec?.ingress ?? []).length === 0);
+    expect(denyAll).toBeDefined();
+    const edges = new Set<string>();
+    for (const p of policies) {
+      const target = p.spec?.podSelector?.matchLabels?.['app.kubernetes.io/name'];
+      if (!target) continue;
+      for (const rule of p.spec?.ingress ?? []) {
+        const ports = (rule.ports ?? []).map((x) => x.port);
+        const froms = rule.from === undefined ? ['*'] : rule.from.map((f) => f.podSelector?.matchLabels?.['app.kubernetes.io/name'] ?? '?');
+        for (const from of froms) for (const port of ports) edges.add(`${from} -> ${target}:${port}`);
+      }
+    }
+    expect([...edges].sort()).toEqual(
+      [
+        '* -> gateway:6443',
+        'gateway -> storage:7101',
+        'admission -> storage:7101',
+        'watch-fanout -> storage:7101',
+        'gateway -> authn:7102',
+        'gateway -> authz:7103',
+        'gateway -> admission:7104',
+        'gateway -> watch-fanout:7105',
+        'storage -> etcd:2379',
+        'watch-fanout -> etcd:2379',
+        'gateway -> nats:4222',
+        'watch-fanout -> nats:4222',
+      ].sort(),
+    );
   });
 
   test('the same flags and ports as docker-compose.yml, all declared by flags.ts', async () => {
@@ -591,7 +669,8 @@ describe('deploy/scripts', () => {
   test('pki.js issues the CA, the gateway serving certificate and the admin certificate and kubeconfig, and keeps them on a re-run', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-pki-'));
     try {
-      const args = ['deploy/scripts/pki.js', `--dir=${dir}`, '--hosts=localhost,127.0.0.1,gateway', '--server=https://localhost:6443'];
+      const exportDir = path.join(dir, 'export');
+      const args = ['deploy/scripts/pki.js', `--dir=${dir}`, `--export-dir=${exportDir}`, '--hosts=localhost,127.0.0.1,gateway', '--server=https://localhost:6443'];
       expectSuccess(await node(args), 'pki.js');
       for (const f of ['ca.crt', 'ca.key', 'serving.crt', 'serving.key', 'admin.crt', 'admin.key', 'admin.kubeconfig']) expect(fs.existsSync(path.join(dir, f))).toBe(true);
       const san = await runIn(dir, 'openssl', ['x509', '-in', 'serving.crt', '-noout', '-ext', 'subjectAltName']);
@@ -605,6 +684,19 @@ describe('deploy/scripts', () => {
       expectSuccess(await runIn(dir, 'openssl', ['verify', '-CAfile', 'ca.crt', 'serving.crt', 'admin.crt']), 'openssl verify');
       const kubeconfig = yaml.load(fs.readFileSync(path.join(dir, 'admin.kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> };
       expect(kubeconfig.clusters[0]?.cluster.server).toBe('https://localhost:6443');
+      // Each consumer gets its own identity and never a CA key.
+      for (const consumer of ['gateway', 'storage', 'authn', 'authz', 'admission', 'watch-fanout', 'etcd', 'nats']) {
+        const own = path.join(exportDir, consumer);
+        expect(fs.readdirSync(own).filter((f) => /ca\.key$/.test(f))).toEqual([]);
+        const cn = await runIn(own, 'openssl', ['x509', '-in', 'tls.crt', '-noout', '-subject']);
+        expect(cn.stdout).toMatch(new RegExp(`CN\\s*=\\s*${consumer}\\b`));
+        expectSuccess(await runIn(own, 'openssl', ['verify', '-CAfile', 'internal-ca.crt', 'tls.crt']), `openssl verify ${consumer}`);
+      }
+      expect(fs.readdirSync(path.join(exportDir, 'gateway')).sort()).toEqual(['client-ca.crt', 'internal-ca.crt', 'serving.crt', 'serving.key', 'tls.crt', 'tls.key']);
+      expect(fs.readFileSync(path.join(exportDir, 'nats', 'nats.conf'), 'utf8')).toMatch(/verify_and_map/);
+      expect(fs.readdirSync(path.join(exportDir, 'controller-manager'))).toEqual(['controller-manager.kubeconfig']);
+      // The client-facing CA does not verify internal certificates.
+      expect((await runIn(exportDir, 'openssl', ['verify', '-CAfile', path.join(dir, 'ca.crt'), path.join('storage', 'tls.crt')])).code).not.toBe(0);
       const ca = fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8');
       expectSuccess(await node(args), 'pki.js (again)');
       expect(fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8')).toBe(ca);
