@@ -89,6 +89,34 @@ export interface DecodedBody {
   duplicateFields: string[];
 }
 
+/**
+ * What a decoded body may grow to. Nesting deeper than this is refused (the
+ * handlers and merge code walk objects recursively); the number of values
+ * after decoding may be at most `MAX_EXPANSION` times the body's bytes plus a
+ * small allowance, which a body without YAML aliases can never exceed (every
+ * value costs at least a byte) and an alias bomb exceeds at once. The walk
+ * that checks it stops at the first value past the budget, so it costs at
+ * most what the body may legitimately cost.
+ */
+export const MAX_DECODED_DEPTH = 256;
+const MAX_EXPANSION = 4;
+const EXPANSION_ALLOWANCE = 10_000;
+
+export function checkDecodedSize(value: unknown, bodyBytes: number, format: string): void {
+  const budget = bodyBytes * MAX_EXPANSION + EXPANSION_ALLOWANCE;
+  let count = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (++count > budget) {
+      throw ApiError.badRequest(`the ${format} body expands to more than ${budget} values (${MAX_EXPANSION} per byte of the body): excessive aliasing is not allowed`);
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > MAX_DECODED_DEPTH) throw ApiError.badRequest(`the ${format} body is nested deeper than the limit of ${MAX_DECODED_DEPTH} levels`);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+}
+
 export function decodeBody(contentType: string | undefined, body: Buffer, protobuf: ProtobufCodec | undefined): DecodedBody {
   if (body.length === 0) throw ApiError.badRequest('the request body is empty; an object is required');
   const type = mediaTypeOf(contentType);
@@ -102,7 +130,9 @@ export function decodeBody(contentType: string | undefined, body: Buffer, protob
     value = parseYaml(body);
   } else if (PROTOBUF_TYPES.includes(type)) {
     if (!protobuf) throw ApiError.unsupportedMediaType(type);
-    return { object: protobuf.decode(body), duplicateFields };
+    const object = protobuf.decode(body);
+    checkDecodedSize(object, body.length, 'protobuf');
+    return { object, duplicateFields };
   } else {
     throw ApiError.unsupportedMediaType(type);
   }
@@ -110,22 +140,35 @@ export function decodeBody(contentType: string | undefined, body: Buffer, protob
   return { object: value as ApiObject, duplicateFields };
 }
 
+/** Parses JSON and checks its nesting before anything else walks it. */
 function parseJsonText(text: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw ApiError.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
+  checkDecodedSize(value, Buffer.byteLength(text), 'JSON');
+  return value;
 }
 
 export function parseJson(body: Buffer): unknown {
   return parseJsonText(body.toString('utf8'));
 }
 
+/**
+ * Parses YAML. Aliases come back as shared references, cheap to hold but
+ * exponential to walk or encode, so the expanded size is checked first
+ * (as the original server's YAML decoder refuses excessive aliasing), and
+ * then the value is copied so no two places share an object.
+ */
 export function parseYaml(body: Buffer): unknown {
+  let value: unknown;
   try {
-    return yaml.load(body.toString('utf8'), { schema: yaml.JSON_SCHEMA });
+    value = yaml.load(body.toString('utf8'), { schema: yaml.JSON_SCHEMA });
   } catch (err) {
     throw ApiError.badRequest(`error converting YAML to JSON: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }
+  checkDecodedSize(value, body.length, 'YAML');
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
 }

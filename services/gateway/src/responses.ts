@@ -4,6 +4,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { logFrom, warningsFrom } from './context';
 import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
+import { parseBoolParam } from './query-bool';
 
 /**
  * Writing responses. `writeError` is the one place a failure becomes a
@@ -39,8 +40,7 @@ export function writeError(req: Request, res: Response, err: unknown): void {
 }
 
 function pretty(req: Request): boolean {
-  const v = req.query['pretty'];
-  return v === 'true' || v === '1';
+  return parseBoolParam(req.query['pretty']);
 }
 
 export function encodeBody(req: Request, body: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {

@@ -135,6 +135,15 @@ function validateMeta(def: ResourceDefinition, obj: ApiObject): StatusCause[] {
   return causes;
 }
 
+/** What an update may not do to metadata whatever the kind (the original server's object-meta update rules). */
+function validateMetaUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
+  if (!old.metadata?.deletionTimestamp) return [];
+  const before = new Set(old.metadata.finalizers ?? []);
+  const added = (obj.metadata?.finalizers ?? []).filter((f) => !before.has(f));
+  if (added.length === 0) return [];
+  return [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }];
+}
+
 function throwIfInvalid(def: ResourceDefinition, obj: ApiObject, causes: StatusCause[]): void {
   if (causes.length > 0) throw ApiError.invalid({ group: def.group, kind: def.kind }, obj.metadata?.name ?? '', causes);
 }
@@ -284,7 +293,12 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     obj.metadata = { ...(obj.metadata ?? {}), name, ...(def.namespaced ? { namespace: ctx.namespace } : {}) };
     def.strategy.prepareForUpdate?.(obj, current.object);
     def.strategy.applyDefaults?.(obj);
-    throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? []), ...(def.strategy.validateUpdate?.(obj, current.object) ?? [])]);
+    throwIfInvalid(def, obj, [
+      ...validateMeta(def, obj),
+      ...validateMetaUpdate(obj, current.object),
+      ...(def.strategy.validate?.(obj) ?? []),
+      ...(def.strategy.validateUpdate?.(obj, current.object) ?? []),
+    ]);
     const admitted = (await admit(ctx, 'UPDATE', name, obj, current.object)) as ApiObject;
     // An update that changes nothing is not written: same resourceVersion, no event.
     if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
@@ -298,12 +312,22 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
       }
       return { result, created: false };
     } catch (err) {
-      // Lost a race without a client precondition: read again and retry.
-      if (!requestedRv && err instanceof ApiError && err.reason === 'Conflict' && attempt < 5) continue;
+      // Lost a race without a client precondition: read again and retry. A
+      // patch is applied again to what is then current; a resourceVersion the
+      // patch itself carries is checked against that above.
+      if ((!requestedRv || transform) && err instanceof ApiError && err.reason === 'Conflict' && attempt < MAX_WRITE_ATTEMPTS) continue;
       throw err;
     }
   }
 }
+
+/**
+ * How often a write without a client precondition is retried after losing a
+ * race (the original server retries until its request deadline). Each try is
+ * one read and one compare-and-swap, so the bound is generous: twenty
+ * writers on one object must not turn into 409s, yet a request cannot loop.
+ */
+const MAX_WRITE_ATTEMPTS = 100;
 
 /** Finalizers remain (metadata's, or the kind's own): a delete only marks the object. */
 function holdsDeletion(def: ResourceDefinition, obj: ApiObject): boolean {
@@ -314,6 +338,8 @@ export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: string;
   gracePeriodSeconds?: number;
+  /** From the query (`dryRun=All`) or the DeleteOptions body (`dryRun: ["All"]`). */
+  dryRun?: boolean;
 }
 
 export interface DeleteOutcome {
@@ -328,11 +354,24 @@ export interface DeleteOutcome {
  * and removed when the last finalizer goes (SPEC section 3).
  */
 export async function deleteObject(ctx: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
+  const pre = options.preconditions ?? {};
+  const unconditional = !pre.uid && !pre.resourceVersion;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await deleteOnce(ctx, name, pre);
+    } catch (err) {
+      // Lost a race with another write and the client set no precondition: read again and retry.
+      if (unconditional && err instanceof ApiError && err.reason === 'Conflict' && attempt < MAX_WRITE_ATTEMPTS) continue;
+      throw err;
+    }
+  }
+}
+
+async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<DeleteOptions['preconditions']>): Promise<DeleteOutcome> {
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
   const current = await ctx.deps.storage.get(key, {}, callOpts);
-  const pre = options.preconditions ?? {};
   if (pre.uid && pre.uid !== current.object.metadata?.uid) {
     throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
   }

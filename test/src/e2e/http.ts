@@ -20,7 +20,8 @@ export function adminRequest(env: Environment, method: string, path: string, bod
         ca: fs.readFileSync(env.pki.caCert),
         cert: fs.readFileSync(env.pki.adminCert),
         key: fs.readFileSync(env.pki.adminKey),
-        headers: { 'content-type': 'application/json', ...headers },
+        // Node sends a DELETE body without a length unless told: give every body one.
+        headers: { 'content-type': 'application/json', ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers },
         timeout: 20000,
         agent: false,
       },

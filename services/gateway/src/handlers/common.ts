@@ -29,7 +29,11 @@ export function outputFormat(req: Request, r: ResourceRequest, table: boolean): 
 export function parseDryRun(req: Request): boolean {
   const raw = req.query['dryRun'];
   if (raw === undefined) return false;
-  const values = (Array.isArray(raw) ? raw : [raw]).map(String);
+  return dryRunOf((Array.isArray(raw) ? raw : [raw]).map(String));
+}
+
+/** Dry-run values, from the query or an options body: only "All" is defined. */
+export function dryRunOf(values: string[]): boolean {
   for (const v of values) {
     if (v !== 'All') throw ApiError.badRequest(`Invalid dryRun value: ${JSON.stringify(v)}: supported values: "All"`, [{ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: ${JSON.stringify(v)}: supported values: "All"` }]);
   }

@@ -4,28 +4,57 @@ import { parseJson } from '../negotiation';
 import { writeBody } from '../responses';
 import { deleteObject, type DeleteOptions } from '../rest';
 import { listReadOptions } from './list';
-import { callOptions, outputFormat, query, readBody, writeContext, type ResourceRequest } from './common';
+import { callOptions, dryRunOf, outputFormat, parseDryRun, query, readBody, writeContext, type ResourceRequest } from './common';
 
+/**
+ * DeleteOptions from the body and the query, parsed once: a field set in
+ * the body wins over the same query parameter, as the original server
+ * decodes the body over the query's values. Wrong types are 400 naming the
+ * field, never ignored.
+ */
 async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOptions> {
   const body = await readBody(req, maxBytes);
-  const options: DeleteOptions = {};
+  const options: DeleteOptions = { dryRun: parseDryRun(req) };
+  const policy = query(req, 'propagationPolicy');
+  if (policy !== undefined) options.propagationPolicy = policy;
+  const grace = query(req, 'gracePeriodSeconds');
+  if (grace !== undefined && grace !== '') {
+    if (!/^-?[0-9]+$/.test(grace)) throw ApiError.badRequest(`gracePeriodSeconds: Invalid value: ${JSON.stringify(grace)}: must be an integer`);
+    options.gracePeriodSeconds = Number(grace);
+  }
   if (body.length > 0) {
     const parsed = parseJson(body);
     if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');
+    const invalid = (field: string, value: unknown, want: string): ApiError => ApiError.badRequest(`DeleteOptions.${field}: Invalid value: ${JSON.stringify(value)}: must be ${want}`);
     const pre = parsed['preconditions'];
-    if (isJsonObject(pre)) {
+    if (pre !== undefined && pre !== null) {
+      if (!isJsonObject(pre)) throw invalid('preconditions', pre, 'an object');
       options.preconditions = {};
-      if (typeof pre['uid'] === 'string') options.preconditions.uid = pre['uid'];
-      if (typeof pre['resourceVersion'] === 'string') options.preconditions.resourceVersion = pre['resourceVersion'];
+      for (const field of ['uid', 'resourceVersion'] as const) {
+        const v = pre[field];
+        if (v === undefined || v === null) continue;
+        if (typeof v !== 'string') throw invalid(`preconditions.${field}`, v, 'a string');
+        options.preconditions[field] = v;
+      }
     }
-    if (typeof parsed['propagationPolicy'] === 'string') options.propagationPolicy = parsed['propagationPolicy'];
-    if (typeof parsed['gracePeriodSeconds'] === 'number') options.gracePeriodSeconds = parsed['gracePeriodSeconds'];
+    const bodyPolicy = parsed['propagationPolicy'];
+    if (bodyPolicy !== undefined && bodyPolicy !== null) {
+      if (typeof bodyPolicy !== 'string') throw invalid('propagationPolicy', bodyPolicy, 'a string');
+      options.propagationPolicy = bodyPolicy;
+    }
+    const bodyGrace = parsed['gracePeriodSeconds'];
+    if (bodyGrace !== undefined && bodyGrace !== null) {
+      if (typeof bodyGrace !== 'number' || !Number.isInteger(bodyGrace)) throw invalid('gracePeriodSeconds', bodyGrace, 'an integer');
+      options.gracePeriodSeconds = bodyGrace;
+    }
     const dryRun = parsed['dryRun'];
-    if (Array.isArray(dryRun) && dryRun.length > 0) req.query['dryRun'] = dryRun.map(String);
+    if (dryRun !== undefined && dryRun !== null) {
+      if (!Array.isArray(dryRun) || dryRun.some((v) => typeof v !== 'string')) throw invalid('dryRun', dryRun, 'a list of strings');
+      options.dryRun = dryRunOf(dryRun as string[]) || options.dryRun === true;
+    }
   }
-  const policy = options.propagationPolicy ?? query(req, 'propagationPolicy');
-  if (policy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(policy)) {
-    throw ApiError.badRequest(`propagationPolicy ${JSON.stringify(policy)} is invalid: supported values: "Orphan", "Background", "Foreground"`);
+  if (options.propagationPolicy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(options.propagationPolicy)) {
+    throw ApiError.badRequest(`propagationPolicy ${JSON.stringify(options.propagationPolicy)} is invalid: supported values: "Orphan", "Background", "Foreground"`);
   }
   return options;
 }
@@ -39,7 +68,7 @@ async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOpti
 export async function handleDelete(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
-  const ctx = writeContext(req, r);
+  const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
   const outcome = await deleteObject(ctx, r.info.name, options);
   if (!outcome.removed || r.def.returnDeletedObject) {
     writeBody(req, res, 200, outcome.object, format, r.deps.protobuf);
@@ -53,7 +82,7 @@ export async function handleDelete(req: Request, res: Response, r: ResourceReque
 export async function handleDeleteCollection(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
-  const ctx = writeContext(req, r);
+  const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
   const page = await r.deps.storage.list(
     { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
     { ...listReadOptions(req), limit: 0 },

@@ -5,6 +5,7 @@ import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { createObject, updateObject } from '../rest';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
+import { parseBoolParam } from '../query-bool';
 
 /**
  * PATCH: the patch document is applied to the current object inside the
@@ -32,9 +33,11 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager };
   const patch = isApply ? parseYaml(body) : parseJson(body);
   const fieldManager = query(req, 'fieldManager') ?? '';
-  const force = query(req, 'force') === 'true';
+  const force = parseBoolParam(req.query['force']);
   if (isApply) {
-    if (!fieldManager) throw ApiError.badRequest('PATCH, application/apply-patch+yaml: fieldManager is required for apply requests');
+    if (!fieldManager) {
+      throw ApiError.invalid({ group: 'meta.svc.io', kind: 'PatchOptions' }, '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
+    }
     if (!isJsonObject(patch)) throw ApiError.badRequest('the apply configuration must be an object');
   } else if (query(req, 'force') !== undefined) {
     throw ApiError.badRequest('force: Forbidden: may not be specified for non-apply patch');

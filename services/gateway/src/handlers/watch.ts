@@ -14,6 +14,7 @@ import { logFrom } from '../context';
 import { encodeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { parseBoolParam } from '../query-bool';
 
 /**
  * A watch: a chunked stream of `{type, object}` documents, one per line.
@@ -37,8 +38,8 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const labels = parseLabelSelector(query(req, 'labelSelector'));
   let fieldSelectorText = query(req, 'fieldSelector') ?? '';
-  const sendInitialEvents = query(req, 'sendInitialEvents') === 'true';
-  const bookmarks = query(req, 'allowWatchBookmarks') === 'true' || query(req, 'allowWatchBookmarks') === '1';
+  const sendInitialEvents = parseBoolParam(req.query['sendInitialEvents']);
+  const bookmarks = parseBoolParam(req.query['allowWatchBookmarks']);
   const match = query(req, 'resourceVersionMatch');
   if (sendInitialEvents && match !== 'NotOlderThan') {
     throw ApiError.badRequest('resourceVersionMatch: Invalid value: must be "NotOlderThan" when sendInitialEvents is true');
