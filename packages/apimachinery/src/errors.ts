@@ -210,6 +210,10 @@ export class ApiError extends Error {
     });
   }
 
+  static tooManyRequests(message: string, retryAfterSeconds = 1): ApiError {
+    return new ApiError(429, 'TooManyRequests', message, { retryAfterSeconds });
+  }
+
   static serviceUnavailable(message: string, retryAfterSeconds = 1): ApiError {
     return new ApiError(503, 'ServiceUnavailable', message, { retryAfterSeconds });
   }

@@ -39,6 +39,14 @@ export interface GatewayLimits {
   authnCacheTtlMs: number;
   /** How long an authorization decision is reused for the same user and attributes (0: never). */
   authzCacheTtlMs: number;
+  /** Watches one gateway serves at once; more are 429 with Retry-After. */
+  maxWatches: number;
+  /**
+   * Bytes a watch may have written but not yet sent (its socket does not
+   * keep up) or buffered before it goes live; past it the watch ends and
+   * the client re-watches from its last resourceVersion.
+   */
+  watchBufferBytes: number;
 }
 
 /** Builders of documents served from the registry; absent ones answer 404. */

@@ -31,6 +31,8 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       maxBodyBytes: flags.getInt('max-request-bytes'),
       authnCacheTtlMs: flags.getInt('authentication-cache-ttl-seconds') * 1000,
       authzCacheTtlMs: flags.getInt('authorization-cache-ttl-seconds') * 1000,
+      maxWatches: flags.getInt('max-watches'),
+      watchBufferBytes: flags.getInt('watch-buffer-bytes'),
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
   };

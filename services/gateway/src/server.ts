@@ -44,7 +44,15 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-export const DEFAULT_LIMITS: GatewayLimits = { maxBodyBytes: 3 * 1024 * 1024, backendTimeoutMs: 30000, maxWatchSeconds: 1800, authnCacheTtlMs: 10000, authzCacheTtlMs: 10000 };
+export const DEFAULT_LIMITS: GatewayLimits = {
+  maxBodyBytes: 3 * 1024 * 1024,
+  backendTimeoutMs: 30000,
+  maxWatchSeconds: 1800,
+  authnCacheTtlMs: 10000,
+  authzCacheTtlMs: 10000,
+  maxWatches: 10000,
+  watchBufferBytes: 16 * 1024 * 1024,
+};
 
 /** Namespaces that exist from the start. */
 export const SYSTEM_NAMESPACES = ['default', 'svc-system', 'svc-public', 'svc-node-lease'];

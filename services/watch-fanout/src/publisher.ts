@@ -40,7 +40,8 @@ interface Position {
 /** What the etcd watch delivered, in order. */
 type Change = { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined } | { kind: 'compacted'; revision: number };
 
-function setResourceVersion(json: Buffer, revision: number): Buffer {
+/** A stored object's JSON with `metadata.resourceVersion` set, as watchers receive it. */
+export function setResourceVersion(json: Buffer, revision: number): Buffer {
   const obj = JSON.parse(json.toString('utf8')) as { metadata?: Record<string, unknown> };
   obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
   return Buffer.from(JSON.stringify(obj));

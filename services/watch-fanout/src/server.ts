@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
+import { Etcd3, type IKeyValue } from 'etcd3';
 import { connect, consumerOpts, type NatsConnection } from 'nats';
+import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { createLogger, serverStream, startGrpcServer, unary, type Logger } from '@svc/service-kit';
 import { ALL_SUBJECTS, decodeEvent, ensureStream } from './bus';
 import { History } from './history';
-import { Publisher } from './publisher';
+import { Publisher, setResourceVersion } from './publisher';
 
 export interface WatchFanoutConfig {
   listen: string;
@@ -68,17 +69,30 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   publisher.start();
   const pruneTimer = setInterval(() => history.prune(), 10_000);
 
-  /** Fills in an event that was too large for the bus, from etcd's own history. */
+  /**
+   * Fills in an event that was too large for the bus from etcd's own
+   * history: the object and, as on the bus, the state before it (without
+   * which a watcher could not tell MODIFIED from ADDED, nor follow an object
+   * out of its selector). History etcd no longer holds is a 410, never an
+   * empty event.
+   */
   const resolve = async (e: watch.ChangeEvent): Promise<watch.ChangeEvent> => {
     if (!e.truncated) return e;
+    const readAt = async (revision: number): Promise<IKeyValue> => {
+      const kv = (await etcd.kv.range({ key: Buffer.from(e.key), revision })).kvs[0];
+      if (!kv) throw ApiError.expired(`the change of ${e.key} at revision ${e.revision} is no longer in etcd's history`);
+      return kv;
+    };
     const deleted = e.type === watch.EventType.EVENT_TYPE_DELETED;
-    const at = deleted ? e.revision - 1 : e.revision;
-    const res = await etcd.kv.range({ key: Buffer.from(e.key), revision: at });
-    const kv = res.kvs[0];
-    if (!kv) return e;
-    const obj = JSON.parse(kv.value.toString('utf8')) as { metadata?: Record<string, unknown> };
-    obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(e.revision) };
-    return { ...e, object: Buffer.from(JSON.stringify(obj)), truncated: false };
+    const hasPrevious = deleted || e.type === watch.EventType.EVENT_TYPE_MODIFIED;
+    const previous = hasPrevious ? await readAt(e.revision - 1) : undefined;
+    const current = deleted ? (previous as IKeyValue) : await readAt(e.revision);
+    return {
+      ...e,
+      object: setResourceVersion(current.value, e.revision),
+      prevObject: previous ? setResourceVersion(previous.value, Number(previous.mod_revision)) : Buffer.alloc(0),
+      truncated: false,
+    };
   };
 
   const implementation: watch.WatchFanoutServer = {

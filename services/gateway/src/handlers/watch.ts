@@ -25,8 +25,6 @@ import { parseBoolParam } from '../query-bool';
  */
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
-const MAX_BUFFERED_EVENTS = 10000;
-
 function parseObject(bytes: Uint8Array): ApiObject | undefined {
   if (bytes.length === 0) return undefined;
   return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
@@ -35,6 +33,12 @@ function parseObject(bytes: Uint8Array): ApiObject | undefined {
 export async function handleWatch(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, true);
   const log = logFrom(req);
+  const hub = r.deps.hub;
+  // A watch is served only from a known position in the change stream.
+  if (!hub.isReady) throw ApiError.serviceUnavailable('the gateway is not yet following the change stream; try again', 1);
+  if (hub.watcherCount >= r.deps.limits.maxWatches) {
+    throw ApiError.tooManyRequests(`too many watches on this server (the limit is ${r.deps.limits.maxWatches}); try again later`, 1);
+  }
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const labels = parseLabelSelector(query(req, 'labelSelector'));
   let fieldSelectorText = query(req, 'fieldSelector') ?? '';
@@ -71,10 +75,24 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
 
   // Register first, so nothing published while we read the starting state is missed.
   const buffered: watch.ChangeEvent[] = [];
+  let bufferedBytes = 0;
   let live = false;
   let closed = false;
   let cursor = 0;
-  const hub = r.deps.hub;
+  const limitBytes = r.deps.limits.watchBufferBytes;
+
+  /**
+   * A client that does not read fills the socket's buffer; past the limit
+   * the watch ends, its memory goes, and the client re-watches from the
+   * last resourceVersion it saw (what the original server does with an
+   * unresponsive watcher).
+   */
+  const abandon = (why: string): void => {
+    if (closed) return;
+    log.warn('watch ended: the client does not keep up', { why, limitBytes, resource: r.def.plural });
+    res.destroy();
+    finish();
+  };
 
   const write = (type: EventType, object: unknown): void => {
     if (closed) return;
@@ -84,10 +102,11 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     }
     if (format.kind === 'protobuf' && r.deps.protobuf) {
       res.write(r.deps.protobuf.encodeWatchEvent(type, payload as ApiObject));
-      return;
+    } else {
+      const line = encodeBody(req, { type, object: payload }, { kind: 'json', mediaType: 'application/json' }, undefined);
+      res.write(Buffer.concat([line, Buffer.from('\n')]));
     }
-    const line = encodeBody(req, { type, object: payload }, { kind: 'json', mediaType: 'application/json' }, undefined);
-    res.write(Buffer.concat([line, Buffer.from('\n')]));
+    if (res.writableLength > limitBytes) abandon(`${res.writableLength} bytes unsent`);
   };
 
   const deliverChange = (e: watch.ChangeEvent): void => {
@@ -103,7 +122,8 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     const before = e.type === watch.EventType.EVENT_TYPE_MODIFIED && matches(prev);
     if (now && before) write('MODIFIED', obj);
     else if (now) write('ADDED', obj);
-    else if (before) write('DELETED', obj);
+    // Left the selector: the last state the watcher was shown, at this revision.
+    else if (before && prev) write('DELETED', { ...prev, metadata: { ...(prev.metadata ?? {}), resourceVersion: String(e.revision) } });
   };
 
   let finish: (err?: ApiError) => void = () => undefined;
@@ -122,7 +142,8 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     deliver: (e) => {
       if (!live) {
         buffered.push(e);
-        if (buffered.length > MAX_BUFFERED_EVENTS) finish(ApiError.expired('the watch fell too far behind'));
+        bufferedBytes += e.object.length + e.prevObject.length + e.key.length;
+        if (bufferedBytes > limitBytes) finish(ApiError.expired('the watch fell too far behind while it was starting'));
         return;
       }
       deliverChange(e);

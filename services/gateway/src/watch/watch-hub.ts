@@ -115,17 +115,32 @@ export class WatchHub {
       }
     }
     if (e.type !== PROGRESS) {
-      let full = e;
-      if (e.truncated) {
-        try {
-          full = (await this.catchUp(e.prevRevision, e.revision, e.key)).events.find((x) => x.revision === e.revision) ?? e;
-        } catch (err) {
-          this.log.warn('could not fetch a large change', { revision: e.revision, err: (err as Error).message });
-        }
-      }
-      this.dispatch(full);
+      const full = e.truncated ? await this.fetchLarge(e) : e;
+      if (full) this.dispatch(full);
+      else this.expireMatching(e.key, ApiError.expired(`the change of ${e.key} at revision ${e.revision} could not be fetched`));
     }
     this.head = e.revision;
+  }
+
+  /** A change too large for the bus, whole from watch-fanout's history; undefined when it cannot be had. */
+  private async fetchLarge(e: watch.ChangeEvent): Promise<watch.ChangeEvent | undefined> {
+    try {
+      const full = (await this.catchUp(e.prevRevision, e.revision, e.key)).events.find((x) => x.revision === e.revision);
+      if (full && !full.truncated) return full;
+      this.log.warn('a large change came back without its object', { revision: e.revision });
+    } catch (err) {
+      this.log.warn('could not fetch a large change', { revision: e.revision, err: (err as Error).message });
+    }
+    return undefined;
+  }
+
+  /** Ends the watches that would have received a change of `key`: they re-list rather than miss it. */
+  private expireMatching(key: string, reason: ApiError): void {
+    for (const w of [...this.watchers]) {
+      if (!key.startsWith(w.prefix)) continue;
+      w.expire(reason);
+      this.watchers.delete(w);
+    }
   }
 
   private dispatch(e: watch.ChangeEvent): void {
