@@ -137,8 +137,12 @@ export interface EtcdStoreOptions {
   etcdOptions?: Partial<IOptions>;
 }
 
+/** Namespaces whose state the create guard remembers; the oldest is forgotten past this. */
+const MAX_REMEMBERED_NAMESPACES = 10_000;
+
 export class EtcdStore {
   readonly client: Etcd3;
+  private readonly namespaces = new Map<string, { modRevision: string; terminating: boolean }>();
 
   constructor(options: EtcdStoreOptions) {
     const timeout = options.requestTimeoutMs ?? 10000;
@@ -303,24 +307,60 @@ export class EtcdStore {
   async create(key: StoredKey, obj: ApiObject, dryRun = false): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
     const value = encodeForStore(obj);
-    if (dryRun) {
-      const existing = await this.range({ key: k, count_only: true });
-      if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
-      return stamped(obj, existing.header.revision);
+    // Content of a namespace is written only while that namespace exists and
+    // is not terminating, checked in the same transaction as the write (its
+    // key's revision must be the one whose state was checked), so nothing
+    // created during a namespace's deletion can outlive it.
+    const guarded = key.namespace !== '';
+    for (let attempt = 0; ; attempt++) {
+      const ns = guarded ? await this.namespaceState(key, attempt > 0) : undefined;
+      if (dryRun) {
+        const existing = await this.range({ key: k, count_only: true });
+        if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
+        return stamped(obj, existing.header.revision);
+      }
+      const compare: Parameters<Etcd3['kv']['txn']>[0]['compare'] = [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }];
+      if (ns) compare.push({ key: ns.key, target: 'Mod', result: 'Equal', mod_revision: ns.modRevision });
+      let res;
+      try {
+        res = await this.client.kv.txn({ compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
+      } catch (err) {
+        throw translateEtcdError(err);
+      }
+      if (res.succeeded) return stamped(obj, res.header.revision);
+      if (Number(res.responses[0]?.response_range?.count ?? 0) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
+      // The namespace changed since it was checked: check it again.
+      if (attempt >= 5) throw ApiError.conflict(groupResource(key), key.name, `namespace ${key.namespace} kept changing; try again`);
     }
-    let res;
-    try {
-      res = await this.client.kv.txn({
-        compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
-        success: [{ request_put: { key: k, value } }],
-        failure: [],
-      });
-    } catch (err) {
-      throw translateEtcdError(err);
-    }
-    if (!res.succeeded) throw ApiError.alreadyExists(groupResource(key), key.name);
-    return stamped(obj, res.header.revision);
   }
+
+  /**
+   * The namespace an object is created in, as of its key's modification
+   * revision; refused when it is missing or terminating. Remembered between
+   * calls (a create compares the revision, so a stale entry costs one retry).
+   */
+  private async namespaceState(key: StoredKey, fresh: boolean): Promise<{ key: Buffer; modRevision: string }> {
+    const nsKey = objectKey({ group: '', resource: 'namespaces', namespace: '', name: key.namespace });
+    let state = fresh ? undefined : this.namespaces.get(key.namespace);
+    // A refusal is never served from memory: the namespace may have been created again since.
+    if (!state || state.terminating) {
+      const kv = (await this.range({ key: Buffer.from(nsKey) })).kvs[0];
+      if (!kv) {
+        this.namespaces.delete(key.namespace);
+        throw ApiError.notFound({ group: '', resource: 'namespaces' }, key.namespace);
+      }
+      const ns = JSON.parse(kv.value.toString('utf8')) as ApiObject;
+      const terminating = !!ns.metadata?.deletionTimestamp || (ns['status'] as { phase?: string } | undefined)?.phase === 'Terminating';
+      state = { modRevision: String(kv.mod_revision), terminating };
+      if (this.namespaces.size >= MAX_REMEMBERED_NAMESPACES) this.namespaces.delete(this.namespaces.keys().next().value as string);
+      this.namespaces.set(key.namespace, state);
+    }
+    if (state.terminating) {
+      throw ApiError.forbidden(groupResource(key), key.name, `unable to create new content in namespace ${key.namespace} because it is being terminated`);
+    }
+    return { key: Buffer.from(nsKey), modRevision: state.modRevision };
+  }
+
 
   /**
    * Replaces an object. With a revision precondition the write is a

@@ -1,5 +1,6 @@
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { run, until } from './helpers';
+import { adminRequest } from './http';
 
 /** Deleting a namespace deletes what is in it (the controller-manager's namespace controller). */
 describe('namespace deletion end to end', () => {
@@ -83,5 +84,29 @@ describe('namespace deletion end to end', () => {
 
     expect((await kubectl(['patch', 'configmap', 'pinned', '-n', 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])).code).toBe(0);
     await until(async () => ((await phase('held')) === undefined ? true : undefined), 20000);
+  });
+  test('objects created while the namespace is being deleted do not outlive it', async () => {
+    const nsBody = JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'racy' } });
+    expect((await adminRequest(env, 'POST', '/api/v1/namespaces', nsBody)).status).toBe(201);
+    let stop = false;
+    const accepted: string[] = [];
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; !stop && i < 500; i++) {
+        const name = `w${w}-${i}`;
+        const res = await adminRequest(env, 'POST', '/api/v1/namespaces/racy/configmaps', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }));
+        if (res.status === 201) accepted.push(name);
+        else expect([403, 404]).toContain(res.status); // terminating, or gone
+      }
+    });
+    await until(() => (accepted.length >= 20 ? true : undefined), 30000);
+    expect((await adminRequest(env, 'DELETE', '/api/v1/namespaces/racy')).status).toBe(200);
+    await until(async () => ((await adminRequest(env, 'GET', '/api/v1/namespaces/racy')).status === 404 ? true : undefined), 60000);
+    stop = true;
+    await Promise.all(writers);
+    expect(accepted.length).toBeGreaterThan(0);
+    // The same name starts empty: nothing accepted during the deletion survived it.
+    expect((await adminRequest(env, 'POST', '/api/v1/namespaces', nsBody)).status).toBe(201);
+    const list = (await adminRequest(env, 'GET', '/api/v1/namespaces/racy/configmaps')).json() as { items: unknown[] };
+    expect(list.items).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import type { ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { start as startFanout, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
-import { quietLogger, startBackends, until, type Backends } from './helpers';
+import { quietLogger, startBackends, until, type Backends, createNamespaces } from './helpers';
 
 /** NATS goes away while writes continue: the history that watchers catch up from has no gap. */
 describe('watch fan-out across a NATS restart', () => {
@@ -12,6 +12,7 @@ describe('watch fan-out across a NATS restart', () => {
 
   beforeAll(async () => {
     b = await startBackends('bus-restart');
+    await createNamespaces(b.client, ['r']);
     fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, logger: quietLogger() });
     await until(() => fanout.publisher.isLeader && fanout.history.completeFrom >= 0);
   });

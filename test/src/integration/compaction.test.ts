@@ -1,7 +1,7 @@
 import type { ApiError, ApiObject } from '@svc/apimachinery';
 import type { watch } from '@svc/proto';
 import { start as startFanout, ChangeSubscriber, type WatchFanoutHandle } from '@svc/watch-fanout';
-import { quietLogger, startBackends, until, type Backends } from './helpers';
+import { quietLogger, startBackends, until, type Backends, createNamespaces } from './helpers';
 
 /** The leading watch-fanout replica compacts etcd history, one interval behind. */
 describe('etcd compaction by the publisher', () => {
@@ -15,6 +15,7 @@ describe('etcd compaction by the publisher', () => {
 
   beforeAll(async () => {
     b = await startBackends('compact');
+    await createNamespaces(b.client, ['c']);
     client = b.client;
     fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, compactionIntervalMs: 300, logger: quietLogger() });
     subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());

@@ -59,3 +59,10 @@ export async function startBackends(name: string): Promise<Backends> {
   };
   return b;
 }
+
+/** Namespaces for objects a test writes through storage directly (storage refuses content of a missing namespace). */
+export async function createNamespaces(client: StorageClient, names: string[]): Promise<void> {
+  for (const name of names) {
+    await client.create({ group: '', resource: 'namespaces', namespace: '', name }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, uid: `ns-${name}` }, spec: { finalizers: ['svc'] }, status: { phase: 'Active' } });
+  }
+}

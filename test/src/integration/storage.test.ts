@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { startEtcd, type EtcdInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
-import { quietLogger } from './helpers';
+import { createNamespaces, quietLogger } from './helpers';
 
 /** The storage service against a real etcd, through its gRPC client. */
 describe('storage service on etcd', () => {
@@ -25,6 +25,7 @@ describe('storage service on etcd', () => {
     etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
     storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
     client = new StorageClient(storage.address);
+    await createNamespaces(client, ['ns1', 'paging', 'exact']);
   });
 
   afterAll(async () => {
@@ -166,5 +167,26 @@ describe('storage service on etcd', () => {
     expect(created.object).toEqual(parsed);
     // Once read, the object may be changed by its reader: the bytes are no longer offered.
     expect(created.json).toBeUndefined();
+  });
+  test('content is created only in a namespace that exists and is not terminating, checked in the same transaction', async () => {
+    const inNs = (ns: string, name: string) => ({ group: '', resource: 'configmaps', namespace: ns, name });
+    const obj = (ns: string, name: string): ApiObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: {} });
+    const missing = (await client.create(inNs('nowhere', 'a'), obj('nowhere', 'a')).catch((e: unknown) => e)) as ApiError;
+    expect([missing.code, missing.message]).toEqual([404, 'namespaces "nowhere" not found']);
+
+    await createNamespaces(client, ['life']);
+    await client.create(inNs('life', 'before'), obj('life', 'before')); // storage now remembers "life" as Active
+    // The namespace turns Terminating behind storage's back (as a delete through the API does).
+    const nsKey = '/registry/namespaces/life';
+    const ns = JSON.parse((await storage.store.client.get(nsKey).string()) ?? '{}') as ApiObject;
+    await storage.store.client.put(nsKey).value(JSON.stringify({ ...ns, metadata: { ...ns.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' }, status: { phase: 'Terminating' } }));
+    const refused = (await client.create(inNs('life', 'after'), obj('life', 'after')).catch((e: unknown) => e)) as ApiError;
+    expect([refused.code, refused.reason, refused.message]).toEqual([403, 'Forbidden', 'configmaps "after" is forbidden: unable to create new content in namespace life because it is being terminated']);
+    await expect(client.get(inNs('life', 'after'))).rejects.toMatchObject({ code: 404 });
+
+    // Deleted and created again under the same name: content is accepted again.
+    await storage.store.client.delete().key(nsKey);
+    await createNamespaces(client, ['life']);
+    await expect(client.create(inNs('life', 'again'), obj('life', 'again'))).resolves.toMatchObject({ object: { metadata: { name: 'again' } } });
   });
 });

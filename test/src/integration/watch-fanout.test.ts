@@ -2,7 +2,7 @@ import { type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { freePort } from '@svc/testenv';
 import { start as startFanout, ChangeSubscriber, WatchFanoutClient, type WatchFanoutHandle } from '@svc/watch-fanout';
-import { quietLogger, startBackends, until, type Backends } from './helpers';
+import { quietLogger, startBackends, until, type Backends, createNamespaces } from './helpers';
 
 /** Two watch-fanout replicas on real etcd and NATS: one publishes, both serve catch-up. */
 describe('watch fan-out on etcd and NATS', () => {
@@ -16,6 +16,7 @@ describe('watch fan-out on etcd and NATS', () => {
 
   beforeAll(async () => {
     b = await startBackends('fanout');
+    await createNamespaces(b.client, ['w']);
     client = b.client;
     replicas = [];
     for (const id of ['a', 'b']) {
