@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { etcdBinary, natsBinary } from './binaries';
 import { freePort, waitForPort } from './ports';
-import { spawnManaged, tailLog, type ManagedProcess } from './process';
+import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
 
 /** etcd and NATS as real processes on loopback. */
 
@@ -18,7 +18,7 @@ export interface NatsInstance {
   process: ManagedProcess;
 }
 
-export async function startEtcd(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number }): Promise<EtcdInstance> {
+export async function startEtcd(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number; restart?: RestartPolicy }): Promise<EtcdInstance> {
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const clientPort = opts.clientPort || (await freePort());
   const peerPort = opts.peerPort || (await freePort());
@@ -44,6 +44,7 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
     ],
     logFile: path.join(opts.logDir, 'etcd.log'),
     env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
+    ...(opts.restart ? { restart: opts.restart } : {}),
   });
   try {
     await waitForPort('127.0.0.1', clientPort, 20000, proc.alive);
@@ -54,7 +55,7 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
   return { endpoint: client, clientPort, process: proc };
 }
 
-export async function startNats(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number }): Promise<NatsInstance> {
+export async function startNats(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number; restart?: RestartPolicy }): Promise<NatsInstance> {
   fs.mkdirSync(opts.storeDir, { recursive: true });
   const port = opts.port || (await freePort());
   const configFile = path.join(opts.logDir, 'nats.conf');
@@ -74,6 +75,7 @@ export async function startNats(opts: { storeDir: string; logDir: string; port?:
     command: natsBinary(),
     args: ['-c', configFile],
     logFile: path.join(opts.logDir, 'nats.log'),
+    ...(opts.restart ? { restart: opts.restart } : {}),
   });
   try {
     await waitForPort('127.0.0.1', port, 20000, proc.alive);

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
-import { spawnManaged, tailLog, type ManagedProcess } from './process';
+import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
 
 /**
  * The whole system as real processes: etcd, NATS with JetStream, and every
@@ -31,6 +31,11 @@ export interface EnvironmentOptions {
   readyTimeoutMs?: number;
   /** Extra flags for every service's node process (for example `--cpu-prof`). */
   nodeArgs?: string[];
+  /**
+   * Restart etcd, NATS and every service when one dies (default true): with
+   * a backoff, logged to `logs/supervisor.log` (and `logStream`).
+   */
+  supervise?: boolean;
 }
 
 export interface Environment {
@@ -63,6 +68,19 @@ function getReady(url: string, ca: Buffer): Promise<number> {
   });
 }
 
+/** Restarts with backoff, each one a JSON line in `file` (and on `stream`). */
+function supervisorPolicy(file: string, stream: NodeJS.WritableStream | undefined): RestartPolicy {
+  return {
+    initialBackoffMs: 250,
+    maxBackoffMs: 10_000,
+    onRestart: ({ name, exitCode, signal, restarts, backoffMs }) => {
+      const line = JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'supervisor', msg: 'process died; restarting', process: name, exitCode, signal, restarts, backoffMs }) + '\n';
+      fs.appendFileSync(file, line);
+      stream?.write(line);
+    },
+  };
+}
+
 export async function startEnvironment(options: EnvironmentOptions = {}): Promise<Environment> {
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-env-'));
   const logDir = path.join(dir, 'logs');
@@ -70,6 +88,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const pki = ensurePki(path.join(dir, 'pki'));
   const internalPki = ensureInternalPki(path.join(dir, 'pki', 'internal'));
   const processes: ManagedProcess[] = [];
+  const restart = options.supervise === false ? undefined : supervisorPolicy(path.join(logDir, 'supervisor.log'), options.logStream);
   let etcd: EtcdInstance | undefined;
   let nats: NatsInstance | undefined;
   const stopAll = async (): Promise<void> => {
@@ -78,8 +97,8 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     if (etcd) await etcd.process.stop();
   };
   try {
-    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir, ...(options.etcdPort ? { clientPort: options.etcdPort } : {}) });
-    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, ...(options.natsPort ? { port: options.natsPort } : {}) });
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir, ...(options.etcdPort ? { clientPort: options.etcdPort } : {}), ...(restart ? { restart } : {}) });
+    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, ...(options.natsPort ? { port: options.natsPort } : {}), ...(restart ? { restart } : {}) });
     const port = async (offset: number): Promise<number> => (options.grpcBasePort ? options.grpcBasePort + offset : freePort());
     const addresses: Record<string, string> = {};
     for (const [i, name] of ['storage', 'authn', 'authz', 'admission'].entries()) addresses[name] = `127.0.0.1:${await port(i)}`;
@@ -97,6 +116,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args],
         logFile: path.join(logDir, `${name}.log`),
         ...(options.logStream ? { tee: options.logStream } : {}),
+        ...(restart ? { restart } : {}),
       });
       processes.push(proc);
       const [host, p] = [listen.slice(0, listen.lastIndexOf(':')), Number(listen.slice(listen.lastIndexOf(':') + 1))];

@@ -4,7 +4,7 @@
  * from their own test suites; `make up` runs the same code in the foreground.
  */
 export { freePort, waitForPort } from './ports';
-export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions } from './process';
+export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions, type RestartPolicy } from './process';
 export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
 export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
