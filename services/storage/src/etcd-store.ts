@@ -1,4 +1,5 @@
 import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions } from 'etcd3';
+import { etcdClientOptions } from './etcd-options';
 import {
   ApiError,
   collectionPrefix,
@@ -137,6 +138,9 @@ export interface EtcdStoreOptions {
   etcdOptions?: Partial<IOptions>;
 }
 
+/** Keys read from etcd in one range request (objects are at most 1.5 MiB each). */
+const READ_BATCH = 250;
+
 /** Namespaces whose state the create guard remembers; the oldest is forgotten past this. */
 const MAX_REMEMBERED_NAMESPACES = 10_000;
 
@@ -146,12 +150,13 @@ export class EtcdStore {
 
   constructor(options: EtcdStoreOptions) {
     const timeout = options.requestTimeoutMs ?? 10000;
-    this.client = new Etcd3({
-      hosts: options.endpoints,
-      dialTimeout: Math.min(timeout, 3000),
-      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
-      ...options.etcdOptions,
-    });
+    this.client = new Etcd3(
+      etcdClientOptions(options.endpoints, {
+        dialTimeout: Math.min(timeout, 3000),
+        defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+        ...options.etcdOptions,
+      }),
+    );
   }
 
   close(): void {
@@ -219,46 +224,41 @@ export class EtcdStore {
       revision = await this.readRevision(options.at);
     }
 
+    // Read in batches at one revision whatever the page size, so no single
+    // etcd answer is larger than a batch (an unpaged list of any size works);
+    // selectors drop items, so batches continue until the page is full.
+    const want = limit > 0 ? limit : Number.POSITIVE_INFINITY;
     const items: Buffer[] = [];
     let lastReturned: Buffer | undefined;
     let more = false;
     let remaining: number | undefined;
-    if (!filtering) {
-      // One range read: etcd's count tells how many items the page leaves out.
-      const res = await this.rangeAt({ key: start, range_end: end, revision, limit }, options.continueToken !== undefined);
+    for (;;) {
+      const batch = filtering ? READ_BATCH : Math.min(READ_BATCH, want - items.length);
+      const res = await this.rangeAt({ key: start, range_end: end, revision, limit: batch }, options.continueToken !== undefined);
       if (revision === 0) revision = Number(res.header.revision);
+      let lastScanned: Buffer | undefined;
       for (const kv of res.kvs) {
-        items.push(decode(kv.value, kv.mod_revision, kv.key.toString()).json);
-        lastReturned = kv.key;
-      }
-      more = res.more;
-      if (more) remaining = Number(res.count) - res.kvs.length;
-    } else {
-      // Selectors drop items, so read batches until the page is full.
-      const batch = limit > 0 ? Math.max(limit, 100) : 0;
-      for (;;) {
-        const res = await this.rangeAt({ key: start, range_end: end, revision, limit: batch }, options.continueToken !== undefined);
-        if (revision === 0) revision = Number(res.header.revision);
-        let lastScanned: Buffer | undefined;
-        for (const kv of res.kvs) {
-          if (limit > 0 && items.length >= limit) {
-            more = true;
-            break;
-          }
-          lastScanned = kv.key;
-          const stored = decode(kv.value, kv.mod_revision, kv.key.toString());
-          if (!labels.matches(stored.object.metadata?.labels)) continue;
-          if (!fields.empty && !fields.matches(fieldsOf(stored.object, fields.requirements.map((r) => r.field)))) continue;
-          items.push(stored.json);
-          lastReturned = kv.key;
-        }
-        if (more || !res.more || !lastScanned) break;
-        if (limit > 0 && items.length >= limit) {
+        if (items.length >= want) {
           more = true;
           break;
         }
-        start = Buffer.concat([lastScanned, Buffer.from([0])]);
+        lastScanned = kv.key;
+        const stored = decode(kv.value, kv.mod_revision, kv.key.toString());
+        if (filtering) {
+          if (!labels.matches(stored.object.metadata?.labels)) continue;
+          if (!fields.empty && !fields.matches(fieldsOf(stored.object, fields.requirements.map((r) => r.field)))) continue;
+        }
+        items.push(stored.json);
+        lastReturned = kv.key;
       }
+      if (more || !res.more || !lastScanned) break;
+      if (items.length >= want) {
+        more = true;
+        // Without selectors etcd's count tells how many items the page leaves out.
+        if (!filtering) remaining = Number(res.count) - res.kvs.length;
+        break;
+      }
+      start = Buffer.concat([lastScanned, Buffer.from([0])]);
     }
     let continueToken = '';
     if (more && lastReturned) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3, type IKeyValue } from 'etcd3';
+import { etcdClientOptions } from '@svc/storage/etcd-options';
 import { connect, consumerOpts, type NatsConnection } from 'nats';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
@@ -41,7 +42,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const log = config.logger ?? createLogger('watch-fanout');
   const id = config.id ?? `watch-fanout-${randomUUID().slice(0, 8)}`;
   const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
-  const etcd = new Etcd3({ hosts: config.etcdEndpoints, dialTimeout: 3000 });
+  const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000 }));
   const nc: NatsConnection = await connect({ servers: config.natsUrl, name: id, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   const jsm = await nc.jetstreamManager();
   await ensureStream(jsm, windowMs);
