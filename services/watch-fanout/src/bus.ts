@@ -32,8 +32,9 @@ export function truncate(event: watch.ChangeEvent): watch.ChangeEvent {
   return { ...event, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: true };
 }
 
-export async function ensureStream(jsm: JetStreamManager, windowMs: number): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, windowMs: number, maxBytes = -1): Promise<void> {
   const config = {
+    max_bytes: maxBytes,
     name: STREAM_NAME,
     subjects: [ALL_SUBJECTS],
     retention: RetentionPolicy.Limits,

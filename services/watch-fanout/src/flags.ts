@@ -6,5 +6,6 @@ export const WATCH_FANOUT_FLAGS: FlagSpecs = {
   'nats-url': { description: 'NATS server URL (JetStream enabled)', default: 'nats://127.0.0.1:4222' },
   id: { description: 'Replica identity in the publisher election (random when empty)', default: '' },
   'history-window-seconds': { description: 'How long changes stay available for catch-up', default: '300' },
+  'history-max-bytes': { description: 'Most bytes of changes the history holds (in memory, and in the bus stream); older changes go first', default: String(128 * 1024 * 1024) },
   'compaction-interval-seconds': { description: 'How often the leading replica compacts etcd history to what it held one interval ago (0 never)', default: '300' },
 };

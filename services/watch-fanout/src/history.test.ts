@@ -73,4 +73,15 @@ describe('history window', () => {
     await expect(waiting).resolves.toBeUndefined();
     await expect(h.waitFor(99, 20)).rejects.toMatchObject({ code: 504 });
   });
+  test('the history is bounded in bytes: the oldest changes go first and catch-up before them is 410', () => {
+    const big = (revision: number, prevRevision: number): watch.ChangeEvent => ({ ...ev(revision, prevRevision), object: Buffer.alloc(1000), prevObject: Buffer.alloc(1000) });
+    const h = new History(60000, () => 0, 5000);
+    h.append(progress(1, 0));
+    for (let r = 2; r <= 10; r++) h.append(big(r, r - 1));
+    expect(h.bytes).toBeLessThanOrEqual(5000);
+    expect(h.size).toBe(2);
+    expect(h.completeFrom).toBe(8);
+    expect(h.range(8, 0, '').map((e) => e.revision)).toEqual([9, 10]);
+    expect(() => h.range(5, 0, '')).toThrow(/too old resource version: 5/);
+  });
 });

@@ -3,9 +3,10 @@ import { watch } from '@svc/proto';
 
 /**
  * The history window: every published change of the last few minutes, in
- * revision order. It is complete from `completeFrom` on: a catch-up after any
- * revision at or past that point misses nothing; one before it is answered
- * 410 Expired (the client re-lists). Time is injected so tests control it.
+ * revision order, bounded by age and by bytes (whichever drops more). It is
+ * complete from `completeFrom` on: a catch-up after any revision at or past
+ * that point misses nothing; one before it is answered 410 Expired (the
+ * client re-lists). Time is injected so tests control it.
  */
 export interface HistoryEntry {
   event: watch.ChangeEvent;
@@ -15,8 +16,14 @@ export interface HistoryEntry {
 
 export type AppendOutcome = 'appended' | 'duplicate' | 'reset';
 
+/** What an entry costs to hold: its bytes plus a fixed overhead for the objects around them. */
+function sizeOf(event: watch.ChangeEvent): number {
+  return event.object.length + event.prevObject.length + event.key.length + 128;
+}
+
 export class History {
   private entries: HistoryEntry[] = [];
+  private heldBytes = 0;
   /** Every change after this revision is in `entries` (0 = nothing known yet). */
   private complete = 0;
   private last = 0;
@@ -25,7 +32,13 @@ export class History {
   constructor(
     private readonly windowMs: number,
     private readonly now: () => number = Date.now,
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
   ) {}
+
+  /** Bytes the entries hold (as `sizeOf` counts them). */
+  get bytes(): number {
+    return this.heldBytes;
+  }
 
   /** Revision after which history is complete; -1 before anything is known. */
   get completeFrom(): number {
@@ -51,21 +64,28 @@ export class History {
     let outcome: AppendOutcome = 'appended';
     if (this.last === 0 || event.prevRevision !== this.last) {
       this.entries = [];
+      this.heldBytes = 0;
       this.complete = event.type === watch.EventType.EVENT_TYPE_PROGRESS && event.prevRevision === 0 ? event.revision : event.prevRevision;
       outcome = this.last === 0 ? 'appended' : 'reset';
     }
-    if (event.type !== watch.EventType.EVENT_TYPE_PROGRESS) this.entries.push({ event, at: this.now() });
+    if (event.type !== watch.EventType.EVENT_TYPE_PROGRESS) {
+      this.entries.push({ event, at: this.now() });
+      this.heldBytes += sizeOf(event);
+    }
     this.last = event.revision;
     this.prune();
     for (const w of this.waiters) w();
     return outcome;
   }
 
-  /** Drops entries older than the window; history stays complete after the last one dropped. */
+  /** Drops entries older than the window or past the byte bound; history stays complete after the last one dropped. */
   prune(): void {
     const cutoff = this.now() - this.windowMs;
     let drop = 0;
-    while (drop < this.entries.length && (this.entries[drop] as HistoryEntry).at < cutoff) drop++;
+    while (drop < this.entries.length && ((this.entries[drop] as HistoryEntry).at < cutoff || this.heldBytes > this.maxBytes)) {
+      this.heldBytes -= sizeOf((this.entries[drop] as HistoryEntry).event);
+      drop++;
+    }
     if (drop > 0) {
       this.complete = (this.entries[drop - 1] as HistoryEntry).event.revision;
       this.entries = this.entries.slice(drop);

@@ -8,6 +8,7 @@ runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     natsUrl: flags.get('nats-url'),
     historyWindowMs: flags.getInt('history-window-seconds') * 1000,
+    historyMaxBytes: flags.getInt('history-max-bytes'),
     compactionIntervalMs: flags.getInt('compaction-interval-seconds') * 1000,
   };
   if (flags.get('id')) config.id = flags.get('id');

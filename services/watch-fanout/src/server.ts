@@ -17,6 +17,8 @@ export interface WatchFanoutConfig {
   id?: string;
   /** How long changes stay in the history window (SPEC: 5 minutes). */
   historyWindowMs?: number;
+  /** Most bytes of changes kept, in memory and in the bus stream (default 128 MiB). */
+  historyMaxBytes?: number;
   /** How often the leading replica compacts etcd (0 never; default 5 minutes). */
   compactionIntervalMs?: number;
   logger?: Logger;
@@ -31,6 +33,7 @@ export interface WatchFanoutHandle {
 }
 
 const DEFAULT_WINDOW_MS = 5 * 60 * 1000;
+const DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024;
 /** How long a catch-up waits for a revision the gateway saw before this replica did. */
 const CATCH_UP_WAIT_MS = 10_000;
 
@@ -45,9 +48,10 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000 }));
   const nc: NatsConnection = await connect({ servers: config.natsUrl, name: id, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   const jsm = await nc.jetstreamManager();
-  await ensureStream(jsm, windowMs);
+  const maxBytes = config.historyMaxBytes ?? DEFAULT_HISTORY_BYTES;
+  await ensureStream(jsm, windowMs, maxBytes);
   const js = nc.jetstream();
-  const history = new History(windowMs);
+  const history = new History(windowMs, Date.now, maxBytes);
 
   // Every replica follows the bus from the start of the window.
   // (An ordered push consumer: the pull-based `consume()` API needs a newer
