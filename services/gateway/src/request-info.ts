@@ -1,4 +1,5 @@
 import { ApiError } from '@svc/apimachinery';
+import { parseBoolParam } from './query-bool';
 
 /**
  * What a request is about, parsed from its path and method by the shapes of
@@ -122,5 +123,5 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
 }
 
 function isTrue(v: string | null): boolean {
-  return v === 'true' || v === '1';
+  return v !== null && parseBoolParam(v);
 }

@@ -90,6 +90,9 @@ async function ensureSystemNamespaces(storage: StorageClient, log: Logger): Prom
 }
 
 const MAX_HEADER_BYTES = 1024 * 1024;
+/** How often the watch hub compares its position with watch-fanout's head, and how long it may go unconfirmed before /readyz fails. */
+const HUB_PROGRESS_CHECK_MS = 2000;
+const HUB_STALE_MS = 10_000;
 
 /**
  * A request the HTTP parser refuses never reaches the handler chain; it
@@ -157,6 +160,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       nats: () => subscriber.ping(),
       'watch-hub': async () => {
         if (!hub.isReady) throw new Error('not following the change bus yet');
+        if (hub.staleMs > HUB_STALE_MS) throw new Error(`not known to be current with the change bus for ${Math.round(hub.staleMs / 1000)} s`);
       },
     },
   };
@@ -195,6 +199,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const bound = (server.address() as AddressInfo).port;
   void ensureSystemNamespaces(storage, log);
   void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
+  hub.startProgressCheck(HUB_PROGRESS_CHECK_MS);
   log.info('gateway listening', { url: `https://${host}:${bound}` });
 
   return {
@@ -204,6 +209,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      hub.stop();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },

@@ -25,6 +25,8 @@ export interface PublisherOptions {
   electionTtlSeconds?: number;
   /** How often the leader compacts etcd's history (see Compactor); 0 never. */
   compactionIntervalMs?: number;
+  /** Creates the bus stream when it is missing (someone deleted it); run each time this replica starts leading. */
+  ensureStream?: () => Promise<void>;
 }
 
 export const ELECTION_NAME = 'svc-watch-fanout';
@@ -131,6 +133,8 @@ export class Publisher {
     const { etcd, log } = this.opts;
     this.leading = true;
     this.term++;
+    // A deleted stream comes back empty: the history then restarts (below), and gateways end their watches.
+    await this.opts.ensureStream?.();
     const onBus = await this.busPosition();
     if (onBus) {
       this.position = onBus;

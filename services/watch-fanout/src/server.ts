@@ -70,7 +70,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }
   })();
 
-  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS });
+  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS, ensureStream: () => ensureStream(jsm, windowMs, maxBytes) });
   publisher.start();
   const pruneTimer = setInterval(() => history.prune(), 10_000);
 

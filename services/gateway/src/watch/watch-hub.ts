@@ -23,6 +23,9 @@ const PROGRESS = watch.EventType.EVENT_TYPE_PROGRESS;
 export class WatchHub {
   private head = 0;
   private ready = false;
+  /** When the hub last knew it was current: it dispatched an event, or watch-fanout's head was not ahead of it. */
+  private confirmedAt = 0;
+  private progressTimer: NodeJS.Timeout | undefined;
   private readonly watchers = new Set<HubWatcher>();
   private readonly pending: watch.ChangeEvent[] = [];
   private pumping = false;
@@ -49,7 +52,47 @@ export class WatchHub {
       }
     }
     this.ready = true;
+    this.confirmedAt = Date.now();
     void this.pump();
+  }
+
+  /**
+   * Checks every `intervalMs` that the bus is not silently behind: when
+   * watch-fanout's head is past what the hub dispatched and nothing arrived
+   * for a whole interval (a lost subscription, a NATS restart), the missing
+   * changes are fetched from watch-fanout's history (in order, through the
+   * same queue as bus events), or the watches end with 410 when that fails.
+   */
+  startProgressCheck(intervalMs: number): void {
+    let lastHead = this.head;
+    this.progressTimer = setInterval(() => {
+      if (!this.ready) return;
+      const stuck = this.head === lastHead;
+      lastHead = this.head;
+      this.fanout.head({ timeoutMs: intervalMs }).then(
+        ({ revision }) => {
+          if (revision <= this.head) {
+            this.confirmedAt = Date.now();
+            return;
+          }
+          if (!stuck) return;
+          this.log.warn('the change bus is behind watch-fanout; catching up from its history', { from: this.head, to: revision });
+          this.pending.push({ type: PROGRESS, key: '', revision, prevRevision: revision, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
+          void this.pump();
+        },
+        () => undefined,
+      );
+    }, intervalMs);
+    this.progressTimer.unref();
+  }
+
+  stop(): void {
+    if (this.progressTimer) clearInterval(this.progressTimer);
+  }
+
+  /** Milliseconds since the hub last knew it was current. */
+  get staleMs(): number {
+    return this.ready ? Date.now() - this.confirmedAt : Number.POSITIVE_INFINITY;
   }
 
   /** Revision up to which every change has been dispatched. */
@@ -120,6 +163,7 @@ export class WatchHub {
       else this.expireMatching(e.key, ApiError.expired(`the change of ${e.key} at revision ${e.revision} could not be fetched`));
     }
     this.head = e.revision;
+    this.confirmedAt = Date.now();
   }
 
   /** A change too large for the bus, whole from watch-fanout's history; undefined when it cannot be had. */
