@@ -127,7 +127,8 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       }
     };
     await launch('storage', 'storage', [`--listen=${addresses['storage']}`, `--etcd-servers=${etcd.endpoint}`], addresses['storage'] as string);
-    const authnArgs = [`--listen=${addresses['authn']}`, `--client-ca-file=${pki.caCert}`, `--anonymous-auth=${String(options.anonymousAuth ?? true)}`];
+    const authnArgs = [`--listen=${addresses['authn']}`, `--client-ca-file=${pki.caCert}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`];
+    if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
     await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
     await launch('authz', 'authz', [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`], addresses['authz'] as string);

@@ -1,13 +1,19 @@
-import type { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from '@peculiar/x509';
 import type { UserInfo } from '@svc/apimachinery';
 import { authenticateCertificate } from './x509';
 
 /**
  * The union of authentication methods. Rules (SPEC section 5): the first
- * method that succeeds decides; a presented but invalid bearer token is a
- * rejection, never anonymous; every authenticated user gets
+ * method that succeeds decides; a presented credential that does not verify
+ * (a client certificate or a bearer token) is a rejection, never anonymous
+ * and never a fall through to another method; every authenticated user gets
  * `system:authenticated`; with no credentials the request is anonymous when
  * that is enabled.
+ *
+ * Only the client certificate chain and the `Authorization` header are
+ * credentials here. Headers naming a user (`X-Remote-User` and the like) are
+ * honoured only from an authenticating proxy with a verified proxy
+ * certificate, which is not implemented, so they never change the identity.
  */
 export interface AuthenticationInput {
   clientCertificateChain: Uint8Array[];
@@ -41,14 +47,15 @@ export function bearerToken(headers: Record<string, string[]>): string | undefin
   return m ? (m[1] as string).trim() : undefined;
 }
 
-export function createAuthenticator(opts: AuthenticatorOptions) {
+export type Authenticator = (input: AuthenticationInput) => Promise<AuthenticationResult>;
+
+export function createAuthenticator(opts: AuthenticatorOptions): Authenticator {
   const now = opts.now ?? (() => new Date());
-  return (input: AuthenticationInput): AuthenticationResult => {
-    let certError: string | undefined;
-    if (input.clientCertificateChain.length > 0 && opts.clientCas.length > 0) {
-      const cert = authenticateCertificate(input.clientCertificateChain, opts.clientCas, now());
-      if (cert.ok) return { authenticated: true, user: withAuthenticatedGroup(cert.user), method: 'x509' };
-      certError = cert.error;
+  return async (input) => {
+    if (input.clientCertificateChain.length > 0) {
+      const cert = await authenticateCertificate(input.clientCertificateChain, opts.clientCas, now());
+      if (!cert.ok) return { authenticated: false, error: cert.error };
+      return { authenticated: true, user: withAuthenticatedGroup(cert.user), method: 'x509' };
     }
     const token = bearerToken(input.headers);
     if (token !== undefined) {
@@ -56,7 +63,6 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
       if (user) return { authenticated: true, user: withAuthenticatedGroup(user), method: 'token-file' };
       return { authenticated: false, error: 'invalid bearer token' };
     }
-    if (certError !== undefined) return { authenticated: false, error: certError };
     if (opts.anonymous) {
       return { authenticated: true, user: { username: ANONYMOUS_USER, uid: '', groups: [UNAUTHENTICATED_GROUP], extra: {} }, method: 'anonymous' };
     }

@@ -33,7 +33,7 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
     authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest): Promise<authn.AuthenticateResponse> => {
       const headers: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v.values;
-      const result = authenticate({ clientCertificateChain: req.clientCertificateChain, headers });
+      const result = await authenticate({ clientCertificateChain: req.clientCertificateChain, headers });
       if (!result.authenticated) return { authenticated: false, user: undefined, error: result.error, audiences: [], method: '' };
       return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: req.audiences, method: result.method };
     }),

@@ -45,6 +45,11 @@ export function requestInfoFrom(req: Request): RequestInfo {
   return info;
 }
 
+/** The request info when the path was parsed; undefined for a request refused before (for logging). */
+export function parsedRequestInfoFrom(req: Request): RequestInfo | undefined {
+  return states.get(req)?.info;
+}
+
 export function withUser(req: Request, user: UserInfo): void {
   state(req).user = user;
 }

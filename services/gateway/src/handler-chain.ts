@@ -2,32 +2,51 @@ import type { GatewayDeps } from './backends';
 import type { Handler } from './filters/chain';
 import { withAuthentication } from './filters/authentication';
 import { withAuthorization } from './filters/authorization';
+import { withImpersonation } from './filters/impersonation';
 import { withPanicRecovery } from './filters/panic-recovery';
 import { withRequestInfoFilter } from './filters/request-info';
+import { requestInfoFrom } from './context';
+import { parseRequestPath } from './request-info';
 import { buildRouter } from './router';
 
 /**
  * The filter chain, assembled in one place. Read bottom-up for the order a
  * request passes through: panic recovery (request id, logging, every error a
- * Status) → request info → [public paths skip to the router] →
- * authentication (401) → authorization (403) → router → verb handler.
+ * Status) → request info (a path that does not parse is refused here, 400
+ * or 404) → [public paths skip to the router] → authentication (401) →
+ * impersonation (403 while not implemented) → authorization (403) → router
+ * → verb handler.
  */
 export function buildHandlerChain(deps: GatewayDeps): Handler {
   const router = buildRouter(deps);
   let handler: Handler = router;
   handler = withAuthorization(handler, deps);
+  // Impersonation changes who the request is authorized as, so it runs
+  // after authentication and before authorization, as in the original.
+  handler = withImpersonation(handler);
   handler = withAuthentication(handler, deps);
-  handler = withPublicPaths(handler, router, deps.alwaysAllowPaths);
+  // Public paths skip authentication, not the refusal of impersonation.
+  handler = withPublicPaths(handler, withImpersonation(router), deps.alwaysAllowPaths);
   handler = withRequestInfoFilter(handler);
   handler = withPanicRecovery(handler, deps.log);
   return handler;
 }
 
-/** Health probes are answered without credentials (the original server's always-allow paths). */
+/**
+ * Health probes are answered without credentials (the original server's
+ * always-allow paths). Matching is on the parsed segments of the request
+ * info, the same ones the router dispatches on: a path that could mean
+ * something else (`/healthz/../api/...`) was already refused when it was
+ * parsed, and a resource request never matches.
+ */
 function withPublicPaths(protectedHandler: Handler, router: Handler, paths: string[]): Handler {
-  const matches = (path: string): boolean => paths.some((p) => path === p || (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path.startsWith(`${p}/`)));
+  // `/p` matches `/p` and below it; `/p/*` only below it.
+  const patterns = paths.map((p) => ({ prefix: parseRequestPath(p.endsWith('/*') ? p.slice(0, -2) : p), below: p.endsWith('/*') }));
+  const matches = (segments: string[]): boolean =>
+    patterns.some(({ prefix, below }) => (below ? prefix.length < segments.length : prefix.length <= segments.length) && prefix.every((s, i) => segments[i] === s));
   return async (req, res) => {
-    if (matches(req.path)) await router(req, res);
+    const info = requestInfoFrom(req);
+    if (!info.isResourceRequest && matches(info.segments)) await router(req, res);
     else await protectedHandler(req, res);
   };
 }

@@ -19,13 +19,72 @@ export interface RequestInfo {
   subresource: string;
   name: string;
   parts: string[];
+  /**
+   * The path as percent-decoded segments, parsed once by `parseRequestPath`.
+   * Every later decision (always-allowed paths, authorization, routing) is
+   * made on these; `path` is the same segments joined with `/`.
+   */
+  segments: string[];
 }
 
 // Subresources of a namespace, addressed as /namespaces/<name>/<sub>.
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 
-function splitPath(path: string): string[] {
-  return path.split('/').filter((p) => p.length > 0);
+/** The request target split into its raw path and query, both still encoded. */
+export interface RequestTarget {
+  rawPath: string;
+  query: URLSearchParams;
+}
+
+/**
+ * Splits the request target as the client sent it. Only the origin form
+ * (`/path?query`) is served; the absolute form (`https://host/path`) is what
+ * proxies receive, and honouring it would mean trusting a host named by the
+ * client, so it is refused like any other malformed target.
+ */
+export function splitRequestTarget(target: string): RequestTarget {
+  if (!target.startsWith('/')) throw ApiError.badRequest(`the request target must be an absolute path, got ${JSON.stringify(target.slice(0, 256))}`);
+  const q = target.indexOf('?');
+  return { rawPath: q < 0 ? target : target.slice(0, q), query: new URLSearchParams(q < 0 ? '' : target.slice(q + 1)) };
+}
+
+/**
+ * Decodes and validates the raw (still percent-encoded) path once, into the
+ * segments every later step decides on. Nothing downstream decodes or
+ * normalises again, so a path can never mean one thing to the filters and
+ * another to the router. Refused:
+ *
+ * - `.` and `..` segments, literal or encoded (`%2e`, `%2E`, `.%2e`, ...):
+ *   400 BadRequest. They would name a different path than the one
+ *   authorised; the original server likewise refuses `.`, `..` and names
+ *   holding `/` or `%` as path segments with BadRequest ("Name parameter
+ *   invalid").
+ * - An encoded `/` (`%2f`), an encoded NUL or other control character, a backslash (literal or encoded:
+ *   some proxies and clients treat it as a separator), a segment that still
+ *   holds `%` after decoding (double encoding, which a second decoder would
+ *   turn into one of the above), and invalid percent-encoding or UTF-8:
+ *   400 BadRequest, as the original's HTTP server answers a request URI it
+ *   cannot parse.
+ * - An empty segment in the middle (`//`, or a leading `//`): 404 NotFound;
+ *   no route of the original has an empty segment, so such a path finds
+ *   nothing there either.
+ *
+ * One trailing slash is trimmed (`/api/v1/` is `/api/v1`), as the original's
+ * request-info parser trims it.
+ */
+export function parseRequestPath(rawPath: string): string[] {
+  if (!rawPath.startsWith('/')) throw ApiError.badRequest(`the request path must start with "/"`);
+  if (rawPath === '/') return [];
+  const body = rawPath.endsWith('/') ? rawPath.slice(1, -1) : rawPath.slice(1);
+  return body.split('/').map((raw) => {
+    if (raw === '') throw new ApiError(404, 'NotFound', 'the server could not find the requested resource: the path has an empty segment', {});
+    const segment = decodeSegment(raw);
+    if (segment === '.' || segment === '..') throw ApiError.badRequest(`the path segment ${JSON.stringify(raw)} is a relative path element, which is not allowed`);
+    if (/[/\\%\u0000-\u001f\u007f]/.test(segment)) {
+      throw ApiError.badRequest(`the path segment ${JSON.stringify(raw)} may not contain an encoded "/", "%" or control character, or a backslash`);
+    }
+    return segment;
+  });
 }
 
 function decodeSegment(segment: string): string {
@@ -36,10 +95,15 @@ function decodeSegment(segment: string): string {
   }
 }
 
-export function parseRequestInfo(method: string, path: string, query: URLSearchParams): RequestInfo {
+/** The canonical path of parsed segments: what authorization and messages name. */
+export function pathOf(segments: readonly string[]): string {
+  return `/${segments.join('/')}`;
+}
+
+export function parseRequestInfo(method: string, segments: string[], query: URLSearchParams): RequestInfo {
   const info: RequestInfo = {
     isResourceRequest: false,
-    path,
+    path: pathOf(segments),
     verb: method.toLowerCase(),
     apiPrefix: '',
     apiGroup: '',
@@ -49,8 +113,9 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
     subresource: '',
     name: '',
     parts: [],
+    segments,
   };
-  let parts = splitPath(path).map(decodeSegment);
+  let parts = segments;
   const prefix = parts[0];
   if (prefix !== 'api' && prefix !== 'apis') return info;
   info.apiPrefix = prefix;

@@ -50,7 +50,7 @@ export const HEALTH_ENDPOINTS = ['livez', 'readyz', 'healthz'];
 
 export function healthRoute(deps: GatewayDeps): Handler {
   return async (req: Request, res: Response) => {
-    const [endpoint, check] = req.path.split('/').filter(Boolean) as [string, string | undefined];
+    const [endpoint, check] = requestInfoFrom(req).segments as [string, string | undefined];
     const checks = endpoint === 'livez' ? { ping: async () => undefined } : { ping: async () => undefined, ...deps.readiness };
     await handleHealth(req, res, endpoint, checks, check);
   };
@@ -81,10 +81,10 @@ export function buildRouter(deps: GatewayDeps): Handler {
 }
 
 async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, health: Handler): Promise<void> {
-  const parts = req.path.split('/').filter(Boolean);
+  const { segments: parts, path } = requestInfoFrom(req);
   const [first, second, third, fourth] = parts;
   if (first && HEALTH_ENDPOINTS.includes(first) && parts.length <= 2) return health(req, res);
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw ApiError.methodNotAllowed(`${req.method} is not allowed on ${req.path}`);
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw ApiError.methodNotAllowed(`${req.method} is not allowed on ${path}`);
   const reg = deps.registry;
   if (first === 'version' && parts.length === 1) return writeBody(req, res, 200, SERVER_VERSION, JSON_OUT);
   if (first === 'api') {

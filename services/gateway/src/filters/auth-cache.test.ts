@@ -11,9 +11,12 @@ import { withAuthorization } from './authorization';
 const admin: UserInfo = { username: 'alice', uid: '', groups: ['dev', 'system:authenticated'], extra: {} };
 const quiet = createLogger('test', { write: () => undefined });
 
+const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [], segments: ['api', 'v1', 'namespaces', 'a', 'configmaps'] };
+
 function request(headers: Record<string, string>): Request {
-  const req = { headers, method: 'GET', path: '/api/v1/namespaces/a/configmaps', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;
+  const req = { headers, method: 'GET', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;
   initRequestState(req, 'r1', quiet);
+  withRequestInfo(req, info);
   return req;
 }
 
@@ -35,7 +38,6 @@ function deps(calls: { authn: number; authz: number }, opts: { ttlMs: number; al
   } as unknown as GatewayDeps;
 }
 
-const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [] };
 
 describe('authentication cache', () => {
   it('asks authn once for the same credentials, and again for different ones', async () => {

@@ -3,30 +3,44 @@ import { createHash } from 'node:crypto';
 import { ApiError, type UserInfo } from '@svc/apimachinery';
 import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
-import { requestIdFrom, withUser } from '../context';
+import { requestIdFrom, requestInfoFrom, withUser } from '../context';
 import type { Handler } from './chain';
 
 /** Headers that carry credentials; only these are sent to authn. */
 const CREDENTIAL_HEADERS = /^(authorization|impersonate-.*|x-remote-.*)$/;
 
-interface VerifiedChain {
-  /** The client certificate chain the TLS layer verified, leaf first (DER). */
+interface PresentedChain {
+  /** The client certificate chain the peer presented, leaf first (DER). */
   der: Buffer[];
   /** A digest of `der`, for cache keys. */
   digest: string;
 }
 
-const NO_CHAIN: VerifiedChain = { der: [], digest: '' };
+const NO_CHAIN: PresentedChain = { der: [], digest: '' };
 
 /** Chains by connection: a connection's certificate cannot change, and reading it is costly. */
-const chains = new WeakMap<TLSSocket, VerifiedChain>();
+const chains = new WeakMap<TLSSocket, PresentedChain>();
 
-export function verifiedChain(socket: TLSSocket): VerifiedChain {
-  if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return NO_CHAIN;
+/**
+ * The certificate chain the peer presented, whether or not the TLS layer
+ * could verify it. The TLS server requests certificates without requiring
+ * them to verify (a client without one is still served), so a certificate
+ * from an unknown CA, an expired one or a broken chain arrives here too, and
+ * is forwarded: authn verifies it and answers 401. Dropping it would turn a
+ * bad credential into an anonymous request.
+ */
+export function presentedChain(socket: TLSSocket): PresentedChain {
+  if (typeof socket.getPeerCertificate !== 'function') return NO_CHAIN;
   const known = chains.get(socket);
   if (known) return known;
   const der: Buffer[] = [];
-  let cert: PeerCertificate | DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+  let cert: PeerCertificate | DetailedPeerCertificate | undefined;
+  try {
+    cert = socket.getPeerCertificate(true);
+  } catch {
+    // Something was presented that cannot even be read: a credential that does not verify.
+    throw ApiError.unauthorized();
+  }
   const seen = new Set<string>();
   while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
     seen.add(cert.fingerprint256);
@@ -45,7 +59,7 @@ export function verifiedChain(socket: TLSSocket): VerifiedChain {
  * credential headers. Requests without credentials are not cached (anonymous
  * access may depend on the path).
  */
-function cacheKey(chain: VerifiedChain, headers: Record<string, string[]>): string | undefined {
+function cacheKey(chain: PresentedChain, headers: Record<string, string[]>): string | undefined {
   const names = Object.keys(headers);
   if (chain.der.length === 0 && names.length === 0) return undefined;
   if (names.length === 0) return chain.digest;
@@ -68,12 +82,12 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
       if (!CREDENTIAL_HEADERS.test(name) || value === undefined) continue;
       headers[name] = Array.isArray(value) ? value : [value];
     }
-    const chain = verifiedChain(req.socket as TLSSocket);
+    const chain = presentedChain(req.socket as TLSSocket);
     const key = cache.enabled ? cacheKey(chain, headers) : undefined;
     let user = key === undefined ? undefined : cache.get(key);
     if (!user) {
       const outcome = await deps.authn.authenticate(
-        { clientCertificateChain: chain.der, headers, method: req.method, path: req.path, remoteAddress: req.socket.remoteAddress ?? '' },
+        { clientCertificateChain: chain.der, headers, method: req.method, path: requestInfoFrom(req).path, remoteAddress: req.socket.remoteAddress ?? '' },
         { requestId: requestIdFrom(req), timeoutMs: deps.limits.backendTimeoutMs },
       );
       if (!outcome.authenticated) throw ApiError.unauthorized();

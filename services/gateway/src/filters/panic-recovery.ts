@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@svc/service-kit';
 import { REQUEST_ID_HEADER } from '@svc/service-kit';
-import { initRequestState, logFrom } from '../context';
+import { initRequestState, logFrom, parsedRequestInfoFrom } from '../context';
 import { writeError } from '../responses';
 import type { Handler } from './chain';
 
@@ -17,7 +17,8 @@ export function withPanicRecovery(handler: Handler, log: Logger): Handler {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      logFrom(req).debug('request', { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 });
+      // A path refused by the request-info filter is logged through the Status it got, not as sent.
+      logFrom(req).debug('request', { method: req.method, path: parsedRequestInfoFrom(req)?.path ?? '(refused)', status: res.statusCode, ms: Math.round(ms * 10) / 10 });
     });
     try {
       await handler(req, res);
