@@ -28,7 +28,7 @@ export function buildHandlerChain(deps: GatewayDeps): Handler {
   // Public paths skip authentication, not the refusal of impersonation.
   handler = withPublicPaths(handler, withImpersonation(router), deps.alwaysAllowPaths);
   handler = withRequestInfoFilter(handler);
-  handler = withPanicRecovery(handler, deps.log);
+  handler = withPanicRecovery(handler, deps.log, deps.limits.maxBodyBytes);
   return handler;
 }
 

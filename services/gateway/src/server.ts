@@ -99,11 +99,16 @@ const HUB_STALE_MS = 10_000;
  * still gets a Status (400, or 431 when its headers are over the limit),
  * and the connection closes.
  */
+const answered = new WeakSet<Duplex>();
+
 function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // The parser reports again for every later chunk of a refused request: the answer is already on its way.
+  if (answered.has(socket)) return;
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
+  answered.add(socket);
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
   const status = tooLarge
     ? new ApiError(431, 'BadRequest', `the request headers are larger than the limit of ${MAX_HEADER_BYTES} bytes`)
@@ -111,6 +116,11 @@ function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
   const body = JSON.stringify(status.toStatus());
   const reason = tooLarge ? 'Request Header Fields Too Large' : 'Bad Request';
   socket.end(`HTTP/1.1 ${status.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  // Keep reading what the client still sends (a body behind a refused request
+  // line) so closing does not reset the connection before it reads the
+  // answer; a client that never stops sending is cut off after a while.
+  socket.resume();
+  setTimeout(() => socket.destroy(), 5000).unref();
 }
 
 /** Starts the gateway: the HTTPS front of the system. */

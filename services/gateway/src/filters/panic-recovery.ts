@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
 import type { Logger } from '@svc/service-kit';
 import { REQUEST_ID_HEADER } from '@svc/service-kit';
 import { initRequestState, logFrom, parsedRequestInfoFrom } from '../context';
@@ -9,7 +10,39 @@ import type { Handler } from './chain';
  * Outermost filter: gives the request an id and a logger, logs its outcome,
  * and turns anything thrown below into a Status (never a stack trace).
  */
-export function withPanicRecovery(handler: Handler, log: Logger): Handler {
+/**
+ * Reads and drops what is left of a refused request's body (at most
+ * `limitBytes`, for at most a few seconds), so a client still sending it
+ * gets the Status instead of a reset connection; past the bound the
+ * connection closes after the answer.
+ */
+async function discardBody(req: Request, res: Response, limitBytes: number): Promise<void> {
+  if (req.complete || req.readableEnded) return;
+  let seen = 0;
+  const drained = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), 5000);
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > limitBytes) done(false);
+    };
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      resolve(ok);
+    };
+    const onEnd = (): void => done(true);
+    const onError = (): void => done(false);
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onError);
+    req.resume();
+  });
+  if (!drained && !res.headersSent) res.setHeader('Connection', 'close');
+}
+
+export function withPanicRecovery(handler: Handler, log: Logger, maxBodyBytes = 3 * 1024 * 1024): Handler {
   return async (req, res) => {
     const requestId = (req.headers[REQUEST_ID_HEADER] as string | undefined) || randomUUID();
     initRequestState(req, requestId, log.with({ requestId }));
@@ -23,6 +56,7 @@ export function withPanicRecovery(handler: Handler, log: Logger): Handler {
     try {
       await handler(req, res);
     } catch (err) {
+      await discardBody(req, res, maxBodyBytes);
       writeError(req, res, err);
     }
   };
