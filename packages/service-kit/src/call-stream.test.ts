@@ -1,8 +1,8 @@
-import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
 import { CallStream, CallsServer } from './call-stream';
-import { CLIENT_OPTIONS, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
+import { channelTo, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
+import { makeTestPki } from './test-pki';
 import type { Logger } from './logger';
 
 const quiet = (): Logger => {
@@ -10,6 +10,9 @@ const quiet = (): Logger => {
   const log: Logger = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
   return log;
 };
+
+const pki = makeTestPki();
+afterAll(() => pki.remove());
 
 const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: 'default', name });
 
@@ -46,6 +49,7 @@ async function serve(): Promise<{ server: GrpcServerHandle; seen: CallContext[];
   };
   const calls = new CallsServer(log, storage.StorageService, methods, ['get', 'create', 'update', 'delete', 'currentRevision']);
   const server = await startGrpcServer('127.0.0.1:0', [{ definition: storage.StorageService, implementation: { ...methods, calls: calls.handler } }], {
+    security: { tls: pki.tlsFor('storage'), allowedCallers: ['gateway'], log },
     drain: () => calls.drain(),
   });
   return { server, seen, release: () => release() };
@@ -58,7 +62,7 @@ describe('Calls stream', () => {
 
   beforeEach(async () => {
     backend = await serve();
-    client = new storage.StorageClient(backend.server.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    client = new storage.StorageClient(...channelTo(backend.server.address, 'storage', pki.tlsFor('gateway')));
     calls = new CallStream('storage', () => client.calls());
   });
 

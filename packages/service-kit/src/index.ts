@@ -13,6 +13,8 @@ export {
   unary,
   serverStream,
   startGrpcServer,
+  channelTo,
+  MAX_MESSAGE_BYTES,
   outgoingMetadata,
   callUnary,
   logFailure,
@@ -22,8 +24,18 @@ export {
   type UnaryHandler,
   type CallOptions,
   type GrpcServerHandle,
+  type ServerSecurity,
 } from './grpc';
 export { CallsServer, CallStream, type UnaryMethodDefinition } from './call-stream';
 export { runMain } from './main';
 export { toProtoUser, fromProtoUser } from './user';
 export * from './ttl-cache';
+export {
+  loadInternalTls,
+  internalTlsFromFlags,
+  peerIdentity,
+  callerCheck,
+  INTERNAL_TLS_FLAGS,
+  type InternalTls,
+  type InternalTlsFiles,
+} from './internal-tls';

@@ -109,11 +109,16 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const gatewayPort = options.gatewayPort || (await freePort());
     const url = `https://127.0.0.1:${gatewayPort}`;
 
+    // Every gRPC service serves and calls with its own internal certificate.
+    const identityArgs = (service: string): string[] => {
+      const own = (internalPki.identities as Record<string, { cert: string; key: string } | undefined>)[service];
+      return own ? [`--internal-ca-file=${internalPki.caCert}`, `--internal-cert-file=${own.cert}`, `--internal-key-file=${own.key}`] : [];
+    };
     const launch = async (name: string, service: string, args: string[], listen: string): Promise<void> => {
       const proc = spawnManaged({
         name,
         command: process.execPath,
-        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args],
+        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args, ...identityArgs(service)],
         logFile: path.join(logDir, `${name}.log`),
         ...(options.logStream ? { tee: options.logStream } : {}),
         ...(restart ? { restart } : {}),

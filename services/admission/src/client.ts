@@ -1,7 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import type { ApiObject, UserInfo } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
-import { CLIENT_OPTIONS, CallStream, toProtoUser, type CallOptions } from '@svc/service-kit';
+import { CallStream, toProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 import type { AdmissionOperation } from './plugins';
 
 export type { AdmissionOperation };
@@ -55,8 +54,8 @@ export class AdmissionClient {
   private readonly client: admission.AdmissionClient;
   private readonly calls: CallStream;
 
-  constructor(address: string) {
-    this.client = new admission.AdmissionClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  constructor(address: string, tls: InternalTls) {
+    this.client = new admission.AdmissionClient(...channelTo(address, 'admission', tls));
     this.calls = new CallStream('admission', () => this.client.calls());
   }
 

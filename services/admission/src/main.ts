@@ -1,5 +1,5 @@
-import { runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { ADMISSION_FLAGS } from './flags';
 import { start } from './server';
 
-runMain('admission', ADMISSION_FLAGS, (flags) => start({ listen: flags.get('listen'), storageAddress: flags.get('storage-address'), namespaceCacheTtlMs: flags.getInt('namespace-cache-ttl-ms') }));
+runMain('admission', ADMISSION_FLAGS, (flags) => start({ listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), storageAddress: flags.get('storage-address'), namespaceCacheTtlMs: flags.getInt('namespace-cache-ttl-ms') }));

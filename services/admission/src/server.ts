@@ -1,11 +1,16 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
-import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
+/** Who may call this service (the identities of the internal certificates). */
+const ALLOWED_CALLERS = ['gateway'];
+
 export interface AdmissionConfig {
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   /** Address of the storage service, for plugins that read state. */
   storageAddress: string;
   /** How long an Active namespace is remembered by the namespace lifecycle check (0: always read). */
@@ -62,7 +67,8 @@ export function storageNamespaces(storage: StorageClient, cacheTtlMs = 0): Names
 /** Starts the admission service with the built-in plugins. */
 export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
-  const storage = new StorageClient(config.storageAddress);
+  const tls = loadInternalTls(config.internalTls);
+  const storage = new StorageClient(config.storageAddress, tls);
   const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
   const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
@@ -93,7 +99,7 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   };
   const calls = new CallsServer(log, admission.AdmissionService, unaryMethods, ['admit']);
   const implementation: admission.AdmissionServer = { ...unaryMethods, calls: calls.handler };
-  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { drain: () => calls.drain() });
+  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, drain: () => calls.drain() });
   log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name) });
   return {
     address: server.address,

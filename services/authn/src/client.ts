@@ -1,7 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import type { UserInfo } from '@svc/apimachinery';
 import { authn } from '@svc/proto';
-import { CLIENT_OPTIONS, callUnary, fromProtoUser, type CallOptions } from '@svc/service-kit';
+import { callUnary, fromProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 
 export interface AuthenticateInput {
   clientCertificateChain: Uint8Array[];
@@ -17,8 +16,8 @@ export type AuthenticateOutcome = { authenticated: true; user: UserInfo; method:
 export class AuthnClient {
   private readonly client: authn.AuthnClient;
 
-  constructor(address: string) {
-    this.client = new authn.AuthnClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  constructor(address: string, tls: InternalTls) {
+    this.client = new authn.AuthnClient(...channelTo(address, 'authn', tls));
   }
 
   close(): void {

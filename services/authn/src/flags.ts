@@ -1,6 +1,7 @@
-import type { FlagSpecs, ParsedFlags } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 
 export const AUTHN_FLAGS: FlagSpecs = {
+  ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7102' },
   'client-ca-file': { description: 'PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)', default: '' },
   'token-auth-file': { description: 'Static token file: CSV of token,user,uid[,"group1,group2"]', default: '' },

@@ -1,12 +1,17 @@
 import * as fs from 'node:fs';
 import { authn } from '@svc/proto';
-import { createLogger, startGrpcServer, toProtoUser, unary, type Logger } from '@svc/service-kit';
+import { createLogger, startGrpcServer, toProtoUser, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { createAuthenticator } from './authenticator';
 import { parseTokenFile } from './token-file';
 import { parseCaBundle } from './x509';
 
+/** Who may call this service (the identities of the internal certificates). */
+const ALLOWED_CALLERS = ['gateway'];
+
 export interface AuthnConfig {
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   /** PEM bundle of CAs that sign client certificates. */
   clientCaFile?: string;
   /** CSV static token file. */
@@ -24,6 +29,7 @@ export interface AuthnHandle {
 /** Starts the authentication service. */
 export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   const log = config.logger ?? createLogger('authn');
+  const tls = loadInternalTls(config.internalTls);
   const authenticate = createAuthenticator({
     clientCas: config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : [],
     tokens: config.tokenAuthFile ? parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8')) : new Map(),
@@ -38,7 +44,7 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
       return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: req.audiences, method: result.method };
     }),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }]);
+  const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
   log.info('authn listening', { address: server.address });
   return { address: server.address, port: server.port, close: () => server.close() };
 }

@@ -1,6 +1,5 @@
-import * as grpc from '@grpc/grpc-js';
 import { authz } from '@svc/proto';
-import { CLIENT_OPTIONS, callUnary, toProtoUser, type CallOptions } from '@svc/service-kit';
+import { callUnary, toProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 import type { Attributes, AuthorizerDecision } from './authorizer';
 
 export type { Attributes, AuthorizerDecision };
@@ -9,8 +8,8 @@ export type { Attributes, AuthorizerDecision };
 export class AuthzClient {
   private readonly client: authz.AuthzClient;
 
-  constructor(address: string) {
-    this.client = new authz.AuthzClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  constructor(address: string, tls: InternalTls) {
+    this.client = new authz.AuthzClient(...channelTo(address, 'authz', tls));
   }
 
   close(): void {

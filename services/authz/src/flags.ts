@@ -1,6 +1,7 @@
-import type { FlagSpecs } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 
 export const AUTHZ_FLAGS: FlagSpecs = {
+  ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7103' },
   'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny (system:masters is always allowed)', default: 'AlwaysDeny' },
 };

@@ -1,6 +1,6 @@
-import { runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { parseModes } from './authorizer';
 import { AUTHZ_FLAGS } from './flags';
 import { start } from './server';
 
-runMain('authz', AUTHZ_FLAGS, (flags) => start({ listen: flags.get('listen'), modes: parseModes(flags.get('authorization-mode')) }));
+runMain('authz', AUTHZ_FLAGS, (flags) => start({ listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), modes: parseModes(flags.get('authorization-mode')) }));

@@ -1,9 +1,14 @@
 import { authz } from '@svc/proto';
-import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { chain, type Decision, type Mode } from './authorizer';
+
+/** Who may call this service (the identities of the internal certificates). */
+const ALLOWED_CALLERS = ['gateway'];
 
 export interface AuthzConfig {
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   modes: Mode[];
   logger?: Logger;
 }
@@ -23,6 +28,7 @@ const DECISION: Record<Decision, authz.Decision> = {
 /** Starts the authorization service. */
 export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const log = config.logger ?? createLogger('authz');
+  const tls = loadInternalTls(config.internalTls);
   const authorize = chain(config.modes);
   const implementation: authz.AuthzServer = {
     authorize: unary(log, 'Authorize', async (req: authz.AuthorizeRequest): Promise<authz.AuthorizeResponse> => {
@@ -41,7 +47,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       return { decision: DECISION[d.decision], reason: d.reason, evaluationError: '' };
     }),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }]);
+  const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
   log.info('authz listening', { address: server.address, modes: config.modes });
   return { address: server.address, port: server.port, close: () => server.close() };
 }

@@ -1,6 +1,7 @@
-import type { FlagSpecs } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 
 export const GATEWAY_FLAGS: FlagSpecs = {
+  ...INTERNAL_TLS_FLAGS,
   listen: { description: 'HTTPS listen address (host:port)', default: '127.0.0.1:6443' },
   'tls-cert-file': { description: 'Serving certificate (PEM)', required: true },
   'tls-private-key-file': { description: 'Serving certificate key (PEM)', required: true },

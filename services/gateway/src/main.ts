@@ -2,7 +2,7 @@ import { ResourceRegistry } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
 import { OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
-import { runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { GATEWAY_FLAGS } from './flags';
 import { start } from './server';
 
@@ -12,6 +12,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
   const openapi = new OpenApiDocuments(registry);
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
+    internalTls: internalTlsFromFlags(flags),
     tlsCertFile: flags.get('tls-cert-file'),
     tlsKeyFile: flags.get('tls-private-key-file'),
     storageAddress: flags.get('storage-address'),

@@ -7,7 +7,7 @@ import { ApiError, rfc3339, type ResourceRegistry } from '@svc/apimachinery';
 import { AdmissionClient } from '@svc/admission/client';
 import { AuthnClient } from '@svc/authn/client';
 import { AuthzClient } from '@svc/authz/client';
-import { createLogger, type Logger } from '@svc/service-kit';
+import { createLogger, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
@@ -19,6 +19,8 @@ import { randomUUID } from 'node:crypto';
 export interface GatewayConfig {
   /** HTTPS listen address, host:port (port 0 picks a free one). */
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   tlsCertFile: string;
   tlsKeyFile: string;
   /** CA bundle for client certificates; without it no certificate is requested. */
@@ -126,11 +128,12 @@ function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
 /** Starts the gateway: the HTTPS front of the system. */
 export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const log = config.logger ?? createLogger('gateway');
-  const storage = new StorageClient(config.storageAddress);
-  const authn = new AuthnClient(config.authnAddress);
-  const authz = new AuthzClient(config.authzAddress);
-  const admission = new AdmissionClient(config.admissionAddress);
-  const fanout = new WatchFanoutClient(config.watchFanoutAddress);
+  const tls = loadInternalTls(config.internalTls);
+  const storage = new StorageClient(config.storageAddress, tls);
+  const authn = new AuthnClient(config.authnAddress, tls);
+  const authz = new AuthzClient(config.authzAddress, tls);
+  const admission = new AdmissionClient(config.admissionAddress, tls);
+  const fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
   const hub = new WatchHub(fanout, log);
   const subscriber = await ChangeSubscriber.connect(config.natsUrl, log);
   const attached = hub.attach(subscriber);

@@ -1,7 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
-import { CLIENT_OPTIONS, CallStream, callUnary, type CallOptions } from '@svc/service-kit';
+import { CallStream, callUnary, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 
 /** Options and results of the storage client; objects in and out as parsed JSON. */
 export interface ReadAtOptions {
@@ -79,8 +78,8 @@ export class StorageClient {
   private readonly client: storage.StorageClient;
   private readonly calls: CallStream;
 
-  constructor(address: string) {
-    this.client = new storage.StorageClient(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  constructor(address: string, tls: InternalTls) {
+    this.client = new storage.StorageClient(...channelTo(address, 'storage', tls));
     this.calls = new CallStream('storage', () => this.client.calls());
   }
 

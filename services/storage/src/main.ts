@@ -1,10 +1,11 @@
-import { runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { STORAGE_FLAGS } from './flags';
 import { start } from './server';
 
 runMain('storage', STORAGE_FLAGS, (flags) =>
   start({
     listen: flags.get('listen'),
+    internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     requestTimeoutMs: flags.getInt('request-timeout-ms'),
   }),

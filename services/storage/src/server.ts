@@ -1,12 +1,17 @@
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import { ApiError } from '@svc/apimachinery';
 import { storage, type common } from '@svc/proto';
-import { CallsServer, createLogger, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { CallsServer, createLogger, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { EtcdStore } from './etcd-store';
+
+/** Who may call this service (the identities of the internal certificates). */
+const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout'];
 
 export interface StorageConfig {
   /** gRPC listen address, host:port (port 0 picks a free one). */
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
   requestTimeoutMs?: number;
   logger?: Logger;
@@ -36,6 +41,7 @@ function parseObject(bytes: Uint8Array): ApiObject {
 /** Starts the storage service: the only process that talks to etcd. */
 export async function start(config: StorageConfig): Promise<StorageHandle> {
   const log = config.logger ?? createLogger('storage');
+  const tls = loadInternalTls(config.internalTls);
   const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000 });
   const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
@@ -72,7 +78,7 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
   };
   const calls = new CallsServer(log, storage.StorageService, unaryMethods, ['get', 'create', 'update', 'delete', 'currentRevision']);
   const implementation: storage.StorageServer = { ...unaryMethods, calls: calls.handler };
-  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }], { drain: () => calls.drain() });
+  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, drain: () => calls.drain() });
   log.info('storage listening', { address: server.address, etcd: config.etcdEndpoints });
   return {
     address: server.address,

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { CLIENT_OPTIONS, callUnary, fromGrpcError, outgoingMetadata, type CallOptions } from '@svc/service-kit';
+import { callUnary, fromGrpcError, outgoingMetadata, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 
 /** The gateway's end of the bus travels with the client: both are what a caller of watch-fanout needs. */
 export { ChangeSubscriber, type ChangeListener } from './subscriber';
@@ -19,10 +19,10 @@ export class WatchFanoutClient {
   private readonly clients: watch.WatchFanoutClient[];
   private next = 0;
 
-  constructor(addresses: string) {
+  constructor(addresses: string, tls: InternalTls) {
     const list = addresses.split(',').map((a) => a.trim()).filter(Boolean);
     if (list.length === 0) throw new Error('watch-fanout client needs at least one address');
-    this.clients = list.map((a) => new watch.WatchFanoutClient(a, grpc.credentials.createInsecure(), CLIENT_OPTIONS));
+    this.clients = list.map((a) => new watch.WatchFanoutClient(...channelTo(a, 'watch-fanout', tls)));
   }
 
   close(): void {

@@ -1,6 +1,7 @@
-import type { FlagSpecs } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 
 export const WATCH_FANOUT_FLAGS: FlagSpecs = {
+  ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7105' },
   'etcd-servers': { description: 'Comma-separated etcd client URLs', default: 'http://127.0.0.1:2379' },
   'nats-url': { description: 'NATS server URL (JetStream enabled)', default: 'nats://127.0.0.1:4222' },

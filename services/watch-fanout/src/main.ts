@@ -1,10 +1,11 @@
-import { runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { WATCH_FANOUT_FLAGS } from './flags';
 import { start } from './server';
 
 runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
+    internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     natsUrl: flags.get('nats-url'),
     historyWindowMs: flags.getInt('history-window-seconds') * 1000,

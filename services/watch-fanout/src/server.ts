@@ -4,13 +4,18 @@ import { etcdClientOptions } from '@svc/storage/etcd-options';
 import { connect, consumerOpts, type NatsConnection } from 'nats';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { createLogger, serverStream, startGrpcServer, unary, type Logger } from '@svc/service-kit';
+import { createLogger, serverStream, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { ALL_SUBJECTS, decodeEvent, ensureStream } from './bus';
 import { History } from './history';
 import { Publisher, setResourceVersion } from './publisher';
 
+/** Who may call this service (the identities of the internal certificates). */
+const ALLOWED_CALLERS = ['gateway'];
+
 export interface WatchFanoutConfig {
   listen: string;
+  /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
+  internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
   natsUrl: string;
   /** Replica identity in the leader election; random when unset. */
@@ -43,6 +48,7 @@ const CATCH_UP_WAIT_MS = 10_000;
  */
 export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandle> {
   const log = config.logger ?? createLogger('watch-fanout');
+  const tls = loadInternalTls(config.internalTls);
   const id = config.id ?? `watch-fanout-${randomUUID().slice(0, 8)}`;
   const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
   const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000 }));
@@ -110,7 +116,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }),
     head: unary(log, 'Head', async () => ({ revision: history.head, oldestRevision: Math.max(history.completeFrom, 0) })),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: watch.WatchFanoutService, implementation }]);
+  const server = await startGrpcServer(config.listen, [{ definition: watch.WatchFanoutService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
   log.info('watch-fanout listening', { address: server.address, id, windowMs });
 
   return {

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import * as yaml from 'js-yaml';
 import { STORAGE_FLAGS } from '@svc/storage';
 import { WATCH_FANOUT_FLAGS } from '@svc/watch-fanout';
+import type { FlagSpecs } from '@svc/service-kit';
 import type { RunResult } from './helpers';
 
 /**
@@ -46,80 +47,22 @@ function expectSuccess(res: RunResult, what: string): void {
 }
 
 // ---------------------------------------------------------------------------
-// Flags declared by services/<name>/src/flags.ts, read from the source text.
+// Flags declared by each service: the FlagSpecs its flags module exports
+// (what `--help` prints and the parser accepts).
 
 interface DeclaredFlags {
   names: Set<string>;
   required: Set<string>;
 }
 
-/** Skips a string literal starting at `i`; returns the index after it. */
-function skipString(text: string, i: number): number {
-  const quote = text[i];
-  for (let j = i + 1; j < text.length; j++) {
-    if (text[j] === '\\') j++;
-    else if (text[j] === quote) return j + 1;
-  }
-  throw new Error('unterminated string literal');
-}
-
-/** The top-level keys (and which are `required: true`) of the `FlagSpecs` object literal. */
-function parseFlagSpecs(text: string): DeclaredFlags {
-  const decl = /:\s*FlagSpecs\s*=\s*\{/.exec(text);
-  if (!decl) throw new Error('no `: FlagSpecs = {` declaration');
-  const names = new Set<string>();
-  const required = new Set<string>();
-  let depth = 1;
-  let i = decl.index + decl[0].length;
-  let entryStart = i;
-  let key: string | undefined;
-  const finishEntry = (end: number): void => {
-    if (key !== undefined && /\brequired\s*:\s*true\b/.test(text.slice(entryStart, end))) required.add(key);
-    key = undefined;
-  };
-  while (i < text.length && depth > 0) {
-    const c = text[i] as string;
-    if (c === "'" || c === '"' || c === '`') {
-      if (depth === 1 && key === undefined) {
-        const end = skipString(text, i);
-        const after = /^\s*:/.exec(text.slice(end));
-        if (after) {
-          key = text.slice(i + 1, end - 1);
-          names.add(key);
-          entryStart = end;
-        }
-        i = end;
-        continue;
-      }
-      i = skipString(text, i);
-      continue;
-    }
-    if (depth === 1 && key === undefined && /[A-Za-z_$]/.test(c)) {
-      const m = /^([A-Za-z_$][\w$]*)\s*:/.exec(text.slice(i));
-      if (m) {
-        key = m[1] as string;
-        names.add(key);
-        entryStart = i + m[0].length;
-        i += m[0].length;
-        continue;
-      }
-    }
-    if (c === '{' || c === '[' || c === '(') depth++;
-    else if (c === '}' || c === ']' || c === ')') {
-      depth--;
-      if (depth === 0) finishEntry(i);
-    } else if (c === ',' && depth === 1) finishEntry(i);
-    i++;
-  }
-  if (depth !== 0) throw new Error('unbalanced FlagSpecs object literal');
-  return { names, required };
-}
-
 const flagCache = new Map<string, DeclaredFlags>();
 function declaredFlags(service: string): DeclaredFlags {
   let flags = flagCache.get(service);
   if (!flags) {
-    flags = parseFlagSpecs(fs.readFileSync(path.join(ROOT, 'services', service, 'src', 'flags.ts'), 'utf8'));
+    const mod = require(path.join(ROOT, 'services', service, 'dist', 'flags.js')) as Record<string, FlagSpecs>;
+    const specs = Object.entries(mod).find(([name]) => name.endsWith('_FLAGS'))?.[1];
+    if (!specs) throw new Error(`services/${service}/src/flags.ts exports no *_FLAGS`);
+    flags = { names: new Set(Object.keys(specs)), required: new Set(Object.entries(specs).filter(([, s]) => s.required === true && s.default === undefined).map(([n]) => n)) };
     flagCache.set(service, flags);
   }
   return flags;
@@ -253,13 +196,10 @@ describe('docker-compose.yml', () => {
     expect(res.stdout).toBe('');
   });
 
-  test('the flags.ts parser reads what the services export', () => {
+  test('the declared flags are the ones the services export', () => {
     expect([...declaredFlags('storage').names].sort()).toEqual(Object.keys(STORAGE_FLAGS).sort());
     expect([...declaredFlags('watch-fanout').names].sort()).toEqual(Object.keys(WATCH_FANOUT_FLAGS).sort());
     expect([...declaredFlags('gateway').required].sort()).toEqual(['internal-ca-file', 'internal-cert-file', 'internal-key-file', 'tls-cert-file', 'tls-private-key-file']);
-    const parsed = parseFlagSpecs("export const X: FlagSpecs = {\n  a: { description: 'x, {y}' },\n  'b-c': {\n    description: \"z\",\n    required: true,\n  },\n};\nconst other = { d: 1 };\n");
-    expect([...parsed.names]).toEqual(['a', 'b-c']);
-    expect([...parsed.required]).toEqual(['b-c']);
   });
 
   test('topology: etcd, NATS with JetStream, pki, every service once and two watch-fanout replicas', async () => {

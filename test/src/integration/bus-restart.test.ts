@@ -13,7 +13,7 @@ describe('watch fan-out across a NATS restart', () => {
   beforeAll(async () => {
     b = await startBackends('bus-restart');
     await createNamespaces(b.client, ['r']);
-    fanout = await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, logger: quietLogger() });
+    fanout = await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, logger: quietLogger() });
     await until(() => fanout.publisher.isLeader && fanout.history.completeFrom >= 0);
   });
 
@@ -33,7 +33,7 @@ describe('watch fan-out across a NATS restart', () => {
     const after = await b.client.create(key('after'), cm('after'));
 
     await until(() => fanout.history.head >= after.revision, 60000);
-    const replica = new WatchFanoutClient(fanout.address);
+    const replica = new WatchFanoutClient(fanout.address, b.pki.tls('gateway'));
     const events: watch.ChangeEvent[] = [];
     for await (const e of replica.catchUp(before.revision, after.revision, '/registry/configmaps/r/')) {
       if (e.type !== watch.EventType.EVENT_TYPE_PROGRESS) events.push(e);

@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createLogger, type Logger } from '@svc/service-kit';
+import { createLogger, loadInternalTls, type InternalTls, type InternalTlsFiles, type Logger } from '@svc/service-kit';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
-import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from '@svc/testenv';
+import { ensureInternalPki, startEtcd, startNats, type EtcdInstance, type InternalIdentity, type NatsInstance } from '@svc/testenv';
 
 /** A logger that writes nothing, for services started inside a test. */
 export function quietLogger(): Logger {
@@ -19,11 +19,24 @@ export async function until(cond: () => boolean, timeoutMs = 15000): Promise<voi
   }
 }
 
+/** The internal certificates of a test: files for a service to start with, loaded material for a client. */
+export interface TestPki {
+  files(identity: InternalIdentity): InternalTlsFiles;
+  tls(identity: InternalIdentity): InternalTls;
+}
+
+export function testPki(dir: string): TestPki {
+  const pki = ensureInternalPki(path.join(dir, 'pki'));
+  const files = (identity: InternalIdentity): InternalTlsFiles => ({ caFile: pki.caCert, certFile: pki.identities[identity].cert, keyFile: pki.identities[identity].key });
+  return { files, tls: (identity) => loadInternalTls(files(identity)) };
+}
+
 /** etcd, NATS (JetStream) and the storage service with a client: what the watch path runs on. */
 export interface Backends {
   dir: string;
   etcd: EtcdInstance;
   nats: NatsInstance;
+  pki: TestPki;
   storage: StorageHandle;
   client: StorageClient;
   /** Stops NATS; `startNats` brings it back on the same port and store. */
@@ -38,13 +51,15 @@ export async function startBackends(name: string): Promise<Backends> {
   const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
   const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir };
   const nats = await startNats(natsOptions);
-  const storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+  const pki = testPki(dir);
+  const storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
   const b: Backends = {
     dir,
     etcd,
     nats,
+    pki,
     storage,
-    client: new StorageClient(storage.address),
+    client: new StorageClient(storage.address, pki.tls('gateway')),
     stopNats: () => b.nats.process.stop(),
     startNats: async () => {
       b.nats = await startNats({ ...natsOptions, port: b.nats.port });

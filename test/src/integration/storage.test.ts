@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { startEtcd, type EtcdInstance } from '@svc/testenv';
 import { start as startStorage, StorageClient, type StorageHandle } from '@svc/storage';
-import { createNamespaces, quietLogger } from './helpers';
+import { createNamespaces, quietLogger, testPki, type TestPki } from './helpers';
 
 /** The storage service against a real etcd, through its gRPC client. */
 describe('storage service on etcd', () => {
@@ -12,6 +12,7 @@ describe('storage service on etcd', () => {
   let etcd: EtcdInstance;
   let storage: StorageHandle;
   let client: StorageClient;
+  let pki: TestPki;
   const cm = (name: string, labels: Record<string, string> = {}): ApiObject => ({
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -23,8 +24,9 @@ describe('storage service on etcd', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-storage-'));
     etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
-    storage = await startStorage({ listen: '127.0.0.1:0', etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
-    client = new StorageClient(storage.address);
+    pki = testPki(dir);
+    storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    client = new StorageClient(storage.address, pki.tls('gateway'));
     await createNamespaces(client, ['ns1', 'paging', 'exact']);
   });
 
@@ -149,7 +151,7 @@ describe('storage service on etcd', () => {
     const down = (await client.get(key('restart')).catch((e: unknown) => e)) as ApiError;
     expect(down.code).toBe(503);
     expect(down.retryAfterSeconds).toBeGreaterThan(0);
-    storage = await startStorage({ listen: address, etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    storage = await startStorage({ listen: address, internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
     let read: Awaited<ReturnType<StorageClient['get']>> | undefined;
     for (let i = 0; i < 100 && !read; i++) {
       read = await client.get(key('restart')).catch(() => undefined);

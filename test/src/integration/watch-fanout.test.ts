@@ -20,7 +20,7 @@ describe('watch fan-out on etcd and NATS', () => {
     client = b.client;
     replicas = [];
     for (const id of ['a', 'b']) {
-      replicas.push(await startFanout({ listen: '127.0.0.1:0', etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, id, logger: quietLogger() }));
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, id, logger: quietLogger() }));
     }
     subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
@@ -59,7 +59,7 @@ describe('watch fan-out on etcd and NATS', () => {
     const second = await client.create(key('c2'), cm('c2'));
     await until(() => replicas.every((r) => r.history.head >= second.revision));
     for (const r of replicas) {
-      const fanout = new WatchFanoutClient(r.address);
+      const fanout = new WatchFanoutClient(r.address, b.pki.tls('gateway'));
       const events: watch.ChangeEvent[] = [];
       for await (const e of fanout.catchUp(first.revision - 1, 0, '/registry/configmaps/w/c')) events.push(e);
       fanout.close();
@@ -70,7 +70,7 @@ describe('watch fan-out on etcd and NATS', () => {
 
   test('a client given several replicas skips one that is down, for head and catch-up', async () => {
     const down = `127.0.0.1:${await freePort()}`;
-    const fanout = new WatchFanoutClient(`${down},${replicas[0]?.address ?? ''}`);
+    const fanout = new WatchFanoutClient(`${down},${replicas[0]?.address ?? ''}`, b.pki.tls('gateway'));
     try {
       for (let i = 0; i < 2; i++) {
         const head = (await fanout.head({ timeoutMs: 5000 })).revision;
@@ -85,7 +85,7 @@ describe('watch fan-out on etcd and NATS', () => {
   });
 
   test('a catch-up from before the window is 410 Expired', async () => {
-    const fanout = new WatchFanoutClient(replicas[0]?.address ?? '');
+    const fanout = new WatchFanoutClient(replicas[0]?.address ?? '', b.pki.tls('gateway'));
     const err = await (async () => {
       for await (const _ of fanout.catchUp(1, 0, '')) void _;
     })().catch((e: unknown) => e);
@@ -99,7 +99,7 @@ describe('watch fan-out on etcd and NATS', () => {
     await until(() => seen.some((e) => e.revision === created.revision));
     const onBus = seen.find((e) => e.revision === created.revision);
     expect(onBus?.truncated).toBe(true);
-    const fanout = new WatchFanoutClient(replicas[1]?.address ?? '');
+    const fanout = new WatchFanoutClient(replicas[1]?.address ?? '', b.pki.tls('gateway'));
     const events: watch.ChangeEvent[] = [];
     for await (const e of fanout.catchUp(onBus?.prevRevision ?? 0, created.revision, onBus?.key ?? '')) events.push(e);
     fanout.close();
