@@ -155,7 +155,12 @@ const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', meta
 async function main(): Promise<void> {
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')) });
   const client = new Client(env);
-  const etcd = new Etcd3({ hosts: env.etcd.endpoint });
+  // The raw floor goes through the same TLS with a client certificate as storage does.
+  const storageIdentity = env.internalPki.identities.storage;
+  const etcd = new Etcd3({
+    hosts: env.etcd.endpoint,
+    credentials: { rootCertificate: fs.readFileSync(env.internalPki.caCert), certChain: fs.readFileSync(storageIdentity.cert), privateKey: fs.readFileSync(storageIdentity.key) },
+  });
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };
   try {
     // Warm up both paths.

@@ -18,11 +18,23 @@ export interface NatsInstance {
   process: ManagedProcess;
 }
 
-export async function startEtcd(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number; restart?: RestartPolicy }): Promise<EtcdInstance> {
+/** A server's TLS files: its certificate and key, and the CA whose client certificates it accepts. */
+export interface ServerTlsFiles {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+/**
+ * etcd on loopback. With `tls` it serves its clients on HTTPS and accepts
+ * only clients presenting a certificate of `tls.caFile` (`--client-cert-auth`).
+ */
+export async function startEtcd(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<EtcdInstance> {
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const clientPort = opts.clientPort || (await freePort());
   const peerPort = opts.peerPort || (await freePort());
-  const client = `http://127.0.0.1:${clientPort}`;
+  const client = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
+  const tlsArgs = opts.tls ? ['--client-cert-auth', `--trusted-ca-file=${opts.tls.caFile}`, `--cert-file=${opts.tls.certFile}`, `--key-file=${opts.tls.keyFile}`] : [];
   const peer = `http://127.0.0.1:${peerPort}`;
   const proc = spawnManaged({
     name: 'etcd',
@@ -41,6 +53,7 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
       '--quota-backend-bytes=8589934592',
       '--log-level=warn',
       '--logger=zap',
+      ...tlsArgs,
     ],
     logFile: path.join(opts.logDir, 'etcd.log'),
     env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },

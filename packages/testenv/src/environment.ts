@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
-import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalPki, type Pki } from './pki';
+import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
 
@@ -97,7 +97,13 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     if (etcd) await etcd.process.stop();
   };
   try {
-    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir, ...(options.etcdPort ? { clientPort: options.etcdPort } : {}), ...(restart ? { restart } : {}) });
+    const tlsOf = (identity: InternalIdentity) => ({ caFile: internalPki.caCert, certFile: internalPki.identities[identity].cert, keyFile: internalPki.identities[identity].key });
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir, tls: tlsOf('etcd'), ...(options.etcdPort ? { clientPort: options.etcdPort } : {}), ...(restart ? { restart } : {}) });
+    // Only storage and watch-fanout hold a certificate etcd is reached with.
+    const etcdClientArgs = (identity: InternalIdentity): string[] => {
+      const files = tlsOf(identity);
+      return [`--etcd-servers=${etcd?.endpoint ?? ''}`, `--etcd-cafile=${files.caFile}`, `--etcd-certfile=${files.certFile}`, `--etcd-keyfile=${files.keyFile}`];
+    };
     nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, ...(options.natsPort ? { port: options.natsPort } : {}), ...(restart ? { restart } : {}) });
     const port = async (offset: number): Promise<number> => (options.grpcBasePort ? options.grpcBasePort + offset : freePort());
     const addresses: Record<string, string> = {};
@@ -131,7 +137,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         throw new Error(`${name} did not start: ${(err as Error).message}\n${tailLog(proc.logFile)}`);
       }
     };
-    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, `--etcd-servers=${etcd.endpoint}`], addresses['storage'] as string);
+    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage')], addresses['storage'] as string);
     const authnArgs = [`--listen=${addresses['authn']}`, `--client-ca-file=${pki.caCert}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`];
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
@@ -139,7 +145,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     await launch('authz', 'authz', [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`], addresses['authz'] as string);
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
     for (const [i, addr] of fanoutAddresses.entries()) {
-      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, `--etcd-servers=${etcd.endpoint}`, `--nats-url=${nats.url}`, `--id=watch-fanout-${i}`], addr);
+      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), `--nats-url=${nats.url}`, `--id=watch-fanout-${i}`], addr);
     }
     await launch(
       'gateway',

@@ -1,4 +1,5 @@
 import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
+import * as fs from 'node:fs';
 import { GRPCUnavailableError, type IOptions } from 'etcd3';
 
 /**
@@ -36,4 +37,33 @@ export function etcdClientOptions(hosts: string[], extra: Partial<IOptions> = {}
     grpcOptions: { 'grpc.max_receive_message_length': ETCD_MAX_RESPONSE_BYTES },
     ...extra,
   };
+}
+
+/** The files of an etcd client certificate (the original server's --etcd-cafile, --etcd-certfile, --etcd-keyfile). */
+export interface EtcdTlsFiles {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+/** Client options for etcd over TLS with a client certificate; none without files (plain http endpoints). */
+export function etcdTlsOptions(files: EtcdTlsFiles | undefined): Partial<IOptions> {
+  if (!files) return {};
+  return { credentials: { rootCertificate: fs.readFileSync(files.caFile), certChain: fs.readFileSync(files.certFile), privateKey: fs.readFileSync(files.keyFile) } };
+}
+
+/** The etcd client flags of storage and watch-fanout. */
+export const ETCD_TLS_FLAGS = {
+  'etcd-cafile': { description: "CA bundle that verifies etcd's serving certificate (with --etcd-certfile and --etcd-keyfile: TLS with a client certificate)", default: '' },
+  'etcd-certfile': { description: 'Client certificate presented to etcd (PEM)', default: '' },
+  'etcd-keyfile': { description: 'Key of --etcd-certfile (PEM)', default: '' },
+} as const;
+
+/** The TLS files named by the flags above; undefined when none is given, an error when only some are. */
+export function etcdTlsFromFlags(flags: { get(name: string): string }): EtcdTlsFiles | undefined {
+  const files = { caFile: flags.get('etcd-cafile'), certFile: flags.get('etcd-certfile'), keyFile: flags.get('etcd-keyfile') };
+  const given = Object.values(files).filter(Boolean).length;
+  if (given === 0) return undefined;
+  if (given !== 3) throw new Error('--etcd-cafile, --etcd-certfile and --etcd-keyfile go together');
+  return files;
 }

@@ -1,4 +1,5 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { etcdTlsFromFlags } from './etcd-options';
 import { STORAGE_FLAGS } from './flags';
 import { start } from './server';
 
@@ -7,6 +8,7 @@ runMain('storage', STORAGE_FLAGS, (flags) =>
     listen: flags.get('listen'),
     internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
+    etcdTls: etcdTlsFromFlags(flags),
     requestTimeoutMs: flags.getInt('request-timeout-ms'),
   }),
 );

@@ -3,6 +3,7 @@ import { ApiError } from '@svc/apimachinery';
 import { storage, type common } from '@svc/proto';
 import { CallsServer, createLogger, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { EtcdStore } from './etcd-store';
+import { etcdTlsOptions, type EtcdTlsFiles } from './etcd-options';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout'];
@@ -13,6 +14,8 @@ export interface StorageConfig {
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
+  /** Client certificate for etcd (TLS); plain connections without. */
+  etcdTls?: EtcdTlsFiles;
   requestTimeoutMs?: number;
   logger?: Logger;
 }
@@ -42,7 +45,7 @@ function parseObject(bytes: Uint8Array): ApiObject {
 export async function start(config: StorageConfig): Promise<StorageHandle> {
   const log = config.logger ?? createLogger('storage');
   const tls = loadInternalTls(config.internalTls);
-  const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000 });
+  const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000, etcdOptions: etcdTlsOptions(config.etcdTls) });
   const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
       const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });

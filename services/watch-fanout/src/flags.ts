@@ -1,9 +1,11 @@
 import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
+import { ETCD_TLS_FLAGS } from '@svc/storage/etcd-options';
 
 export const WATCH_FANOUT_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7105' },
-  'etcd-servers': { description: 'Comma-separated etcd client URLs', default: 'http://127.0.0.1:2379' },
+  'etcd-servers': { description: 'Comma-separated etcd client URLs', default: 'https://127.0.0.1:2379' },
+  ...ETCD_TLS_FLAGS,
   'nats-url': { description: 'NATS server URL (JetStream enabled)', default: 'nats://127.0.0.1:4222' },
   id: { description: 'Replica identity in the publisher election (random when empty)', default: '' },
   'history-window-seconds': { description: 'How long changes stay available for catch-up', default: '300' },

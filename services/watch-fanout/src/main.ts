@@ -1,4 +1,5 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { etcdTlsFromFlags } from '@svc/storage/etcd-options';
 import { WATCH_FANOUT_FLAGS } from './flags';
 import { start } from './server';
 
@@ -7,6 +8,7 @@ runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
     listen: flags.get('listen'),
     internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
+    etcdTls: etcdTlsFromFlags(flags),
     natsUrl: flags.get('nats-url'),
     historyWindowMs: flags.getInt('history-window-seconds') * 1000,
     historyMaxBytes: flags.getInt('history-max-bytes'),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3, type IKeyValue } from 'etcd3';
-import { etcdClientOptions } from '@svc/storage/etcd-options';
+import { etcdClientOptions, etcdTlsOptions, type EtcdTlsFiles } from '@svc/storage/etcd-options';
 import { connect, consumerOpts, type NatsConnection } from 'nats';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
@@ -17,6 +17,8 @@ export interface WatchFanoutConfig {
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
+  /** Client certificate for etcd (TLS); plain connections without. */
+  etcdTls?: EtcdTlsFiles;
   natsUrl: string;
   /** Replica identity in the leader election; random when unset. */
   id?: string;
@@ -51,7 +53,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const tls = loadInternalTls(config.internalTls);
   const id = config.id ?? `watch-fanout-${randomUUID().slice(0, 8)}`;
   const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
-  const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000 }));
+  const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000, ...etcdTlsOptions(config.etcdTls) }));
   const nc: NatsConnection = await connect({ servers: config.natsUrl, name: id, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   const jsm = await nc.jetstreamManager();
   const maxBytes = config.historyMaxBytes ?? DEFAULT_HISTORY_BYTES;

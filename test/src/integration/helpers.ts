@@ -48,11 +48,11 @@ export interface Backends {
 
 export async function startBackends(name: string): Promise<Backends> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `svc-${name}-`));
-  const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
+  const pki = testPki(dir);
+  const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir, tls: pki.files('etcd') });
   const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir };
   const nats = await startNats(natsOptions);
-  const pki = testPki(dir);
-  const storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+  const storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], etcdTls: pki.files('storage'), logger: quietLogger() });
   const b: Backends = {
     dir,
     etcd,

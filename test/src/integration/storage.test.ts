@@ -23,9 +23,9 @@ describe('storage service on etcd', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-storage-'));
-    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir });
     pki = testPki(dir);
-    storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir, tls: pki.files('etcd') });
+    storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], etcdTls: pki.files('storage'), logger: quietLogger() });
     client = new StorageClient(storage.address, pki.tls('gateway'));
     await createNamespaces(client, ['ns1', 'paging', 'exact']);
   });
@@ -151,7 +151,7 @@ describe('storage service on etcd', () => {
     const down = (await client.get(key('restart')).catch((e: unknown) => e)) as ApiError;
     expect(down.code).toBe(503);
     expect(down.retryAfterSeconds).toBeGreaterThan(0);
-    storage = await startStorage({ listen: address, internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], logger: quietLogger() });
+    storage = await startStorage({ listen: address, internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], etcdTls: pki.files('storage'), logger: quietLogger() });
     let read: Awaited<ReturnType<StorageClient['get']>> | undefined;
     for (let i = 0; i < 100 && !read; i++) {
       read = await client.get(key('restart')).catch(() => undefined);

@@ -20,7 +20,7 @@ describe('watch fan-out on etcd and NATS', () => {
     client = b.client;
     replicas = [];
     for (const id of ['a', 'b']) {
-      replicas.push(await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], natsUrl: b.nats.url, id, logger: quietLogger() }));
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, id, logger: quietLogger() }));
     }
     subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
     subscriber.listen((e) => seen.push(e));
