@@ -231,11 +231,13 @@ async function main(): Promise<void> {
     results['createToWatchMs'] = { ...stats(watchSamples), received: watchSamples.length, sent: WATCH_CREATES };
 
     // Raw NATS publish-to-receive on the same server, the floor for the above.
-    const nc = await connect({ servers: env.nats.url });
+    // With the publisher's certificate (NATS lets only it publish), on a subject outside the change stream.
+    const fanoutIdentity = env.internalPki.identities['watch-fanout'];
+    const nc = await connect({ servers: env.nats.url, tls: { caFile: env.internalPki.caCert, certFile: fanoutIdentity.cert, keyFile: fanoutIdentity.key } });
     const natsSamples: number[] = [];
-    const sub = nc.subscribe('bench.latency', { callback: (_e, m) => natsSamples.push(Number(process.hrtime.bigint() - BigInt(new TextDecoder().decode(m.data))) / 1e6) });
+    const sub = nc.subscribe('_INBOX.bench-latency', { callback: (_e, m) => natsSamples.push(Number(process.hrtime.bigint() - BigInt(new TextDecoder().decode(m.data))) / 1e6) });
     for (let i = 0; i < 500; i++) {
-      nc.publish('bench.latency', new TextEncoder().encode(String(process.hrtime.bigint())));
+      nc.publish('_INBOX.bench-latency', new TextEncoder().encode(String(process.hrtime.bigint())));
       await new Promise((r) => setTimeout(r, 2));
     }
     await nc.flush();

@@ -68,20 +68,70 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
   return { endpoint: client, clientPort, process: proc };
 }
 
-export async function startNats(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number; restart?: RestartPolicy }): Promise<NatsInstance> {
-  fs.mkdirSync(opts.storeDir, { recursive: true });
-  const port = opts.port || (await freePort());
-  const configFile = path.join(opts.logDir, 'nats.conf');
-  const config = [
-    `listen: 127.0.0.1:${port}`,
+/** The certificate subject a service's internal certificate has, as NATS maps it to a user (RFC 2253). */
+export function natsUserOf(identity: string): string {
+  return `CN=${identity},O=svc:internal`;
+}
+
+export interface NatsServerConfigOptions {
+  /** host:port of the client listener. */
+  listen: string;
+  storeDir: string;
+  maxPayload?: number;
+  /** Plain-HTTP monitoring port (health checks), if any. */
+  httpPort?: number;
+  /**
+   * TLS with client certificates mapped to users: only watch-fanout may
+   * publish change events and use the JetStream API; gateways may only
+   * subscribe to them; any other certificate, or none, gets nothing.
+   */
+  tls?: ServerTlsFiles;
+}
+
+/**
+ * The NATS server's configuration, in one place for the harness and the
+ * deployments (deploy/scripts/pki.js writes it for docker-compose and
+ * Kubernetes).
+ */
+export function natsServerConfig(opts: NatsServerConfigOptions): string {
+  const lines = [
+    `listen: ${opts.listen}`,
     `max_payload: ${opts.maxPayload ?? 1048576}`,
+    ...(opts.httpPort ? [`http_port: ${opts.httpPort}`] : []),
     'jetstream {',
     `  store_dir: ${JSON.stringify(opts.storeDir)}`,
     '  max_memory_store: 268435456',
     '  max_file_store: 4294967296',
     '}',
-    '',
-  ].join('\n');
+  ];
+  if (opts.tls) {
+    lines.push(
+      'tls {',
+      `  cert_file: ${JSON.stringify(opts.tls.certFile)}`,
+      `  key_file: ${JSON.stringify(opts.tls.keyFile)}`,
+      `  ca_file: ${JSON.stringify(opts.tls.caFile)}`,
+      '  verify_and_map: true',
+      '  timeout: 2',
+      '}',
+      'authorization {',
+      '  users = [',
+      // The publisher: change events, the JetStream API (stream, consumers, message reads), acknowledgements,
+      // flow control of its ordered consumer, and replies on its inboxes.
+      `    { user: ${JSON.stringify(natsUserOf('watch-fanout'))}, permissions: { publish: { allow: ["svc.changes.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>"] }, subscribe: { allow: ["svc.changes.>", "_INBOX.>"] } } }`,
+      // Gateways read the change events and nothing else.
+      `    { user: ${JSON.stringify(natsUserOf('gateway'))}, permissions: { publish: { deny: [">"] }, subscribe: { allow: ["svc.changes.>"] } } }`,
+      '  ]',
+      '}',
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
+export async function startNats(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<NatsInstance> {
+  fs.mkdirSync(opts.storeDir, { recursive: true });
+  const port = opts.port || (await freePort());
+  const configFile = path.join(opts.logDir, 'nats.conf');
+  const config = natsServerConfig({ listen: `127.0.0.1:${port}`, storeDir: opts.storeDir, ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}), ...(opts.tls ? { tls: opts.tls } : {}) });
   fs.writeFileSync(configFile, config);
   const proc = spawnManaged({
     name: 'nats',
@@ -96,5 +146,5 @@ export async function startNats(opts: { storeDir: string; logDir: string; port?:
     await proc.stop();
     throw new Error(`nats-server did not start: ${(err as Error).message}\n${tailLog(proc.logFile)}`);
   }
-  return { url: `nats://127.0.0.1:${port}`, port, process: proc };
+  return { url: `${opts.tls ? 'tls' : 'nats'}://127.0.0.1:${port}`, port, process: proc };
 }

@@ -104,7 +104,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       const files = tlsOf(identity);
       return [`--etcd-servers=${etcd?.endpoint ?? ''}`, `--etcd-cafile=${files.caFile}`, `--etcd-certfile=${files.certFile}`, `--etcd-keyfile=${files.keyFile}`];
     };
-    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, ...(options.natsPort ? { port: options.natsPort } : {}), ...(restart ? { restart } : {}) });
+    nats = await startNats({ storeDir: path.join(dir, 'nats'), logDir, tls: tlsOf('nats'), ...(options.natsPort ? { port: options.natsPort } : {}), ...(restart ? { restart } : {}) });
+    // NATS maps each client certificate to a user: watch-fanout publishes, gateways only read.
+    const natsClientArgs = (identity: InternalIdentity): string[] => {
+      const files = tlsOf(identity);
+      return [`--nats-url=${nats?.url ?? ''}`, `--nats-ca-file=${files.caFile}`, `--nats-cert-file=${files.certFile}`, `--nats-key-file=${files.keyFile}`];
+    };
     const port = async (offset: number): Promise<number> => (options.grpcBasePort ? options.grpcBasePort + offset : freePort());
     const addresses: Record<string, string> = {};
     for (const [i, name] of ['storage', 'authn', 'authz', 'admission'].entries()) addresses[name] = `127.0.0.1:${await port(i)}`;
@@ -145,7 +150,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     await launch('authz', 'authz', [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`], addresses['authz'] as string);
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
     for (const [i, addr] of fanoutAddresses.entries()) {
-      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), `--nats-url=${nats.url}`, `--id=watch-fanout-${i}`], addr);
+      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);
     }
     await launch(
       'gateway',
@@ -160,7 +165,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         `--authz-address=${addresses['authz']}`,
         `--admission-address=${addresses['admission']}`,
         `--watch-fanout-address=${fanoutAddresses.join(',')}`,
-        `--nats-url=${nats.url}`,
+        ...natsClientArgs('gateway'),
       ],
       `127.0.0.1:${gatewayPort}`,
     );

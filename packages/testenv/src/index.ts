@@ -6,6 +6,6 @@
 export { freePort, waitForPort } from './ports';
 export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions, type RestartPolicy } from './process';
 export { etcdBinary, natsBinary } from './binaries';
-export { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
+export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, type NatsInstance, type NatsServerConfigOptions, type ServerTlsFiles } from './backends';
 export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
 export { startEnvironment, type Environment, type EnvironmentOptions } from './environment';

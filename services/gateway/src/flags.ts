@@ -1,4 +1,5 @@
 import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
+import { NATS_TLS_FLAGS } from '@svc/watch-fanout/client';
 
 export const GATEWAY_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
@@ -11,7 +12,8 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'authz-address': { description: 'Authorization service address', default: '127.0.0.1:7103' },
   'admission-address': { description: 'Admission service address', default: '127.0.0.1:7104' },
   'watch-fanout-address': { description: 'Watch fan-out replica addresses, comma-separated (calls take turns and skip an unavailable one)', default: '127.0.0.1:7105' },
-  'nats-url': { description: 'NATS server URL', default: 'nats://127.0.0.1:4222' },
+  'nats-url': { description: 'NATS server URL', default: 'tls://127.0.0.1:4222' },
+  ...NATS_TLS_FLAGS,
   'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
   'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables)', default: '10' },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },

@@ -3,6 +3,7 @@ import { registerBuiltins } from '@svc/kinds';
 import { OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { natsTlsFromFlags } from '@svc/watch-fanout/client';
 import { GATEWAY_FLAGS } from './flags';
 import { start } from './server';
 
@@ -21,6 +22,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     admissionAddress: flags.get('admission-address'),
     watchFanoutAddress: flags.get('watch-fanout-address'),
     natsUrl: flags.get('nats-url'),
+    natsTls: natsTlsFromFlags(flags),
     registry,
     protobuf: new ProtobufObjectCodec(),
     documents: {

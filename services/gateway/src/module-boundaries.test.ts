@@ -33,7 +33,7 @@ describe('gateway module boundaries', () => {
 
   it('never loads etcd3 or another service implementation', () => {
     expect(loaded.filter((m) => m.includes(`${path.sep}etcd3${path.sep}`))).toEqual([]);
-    const implementation = /services[\\/](storage|authn|authz|admission|watch-fanout)[\\/]dist[\\/](?!client\.js$|subscriber\.js$|bus\.js$)/;
+    const implementation = /services[\\/](storage|authn|authz|admission|watch-fanout)[\\/]dist[\\/](?!client\.js$|subscriber\.js$|bus\.js$|nats-options\.js$)/;
     expect(loaded.filter((m) => implementation.test(m))).toEqual([]);
   });
 });

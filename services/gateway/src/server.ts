@@ -9,7 +9,7 @@ import { AuthnClient } from '@svc/authn/client';
 import { AuthzClient } from '@svc/authz/client';
 import { createLogger, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
-import { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
+import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
 import { buildHandlerChain } from './handler-chain';
 import type { ProtobufCodec } from './negotiation';
@@ -31,6 +31,8 @@ export interface GatewayConfig {
   admissionAddress: string;
   watchFanoutAddress: string;
   natsUrl: string;
+  /** Client certificate for NATS; NATS maps it to the gateways' read-only user. */
+  natsTls?: NatsTlsFiles;
   registry: ResourceRegistry;
   documents?: GatewayDocuments;
   protobuf?: ProtobufCodec;
@@ -135,7 +137,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const admission = new AdmissionClient(config.admissionAddress, tls);
   const fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
   const hub = new WatchHub(fanout, log);
-  const subscriber = await ChangeSubscriber.connect(config.natsUrl, log);
+  const subscriber = await ChangeSubscriber.connect(config.natsUrl, log, config.natsTls);
   const attached = hub.attach(subscriber);
   const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 

@@ -5,6 +5,7 @@ import { callUnary, fromGrpcError, outgoingMetadata, type CallOptions, channelTo
 
 /** The gateway's end of the bus travels with the client: both are what a caller of watch-fanout needs. */
 export { ChangeSubscriber, type ChangeListener } from './subscriber';
+export { NATS_TLS_FLAGS, natsTlsFromFlags, type NatsTlsFiles } from './nats-options';
 
 function isUnavailable(err: unknown): boolean {
   return (err as { code?: number } | null)?.code === grpc.status.UNAVAILABLE;

@@ -1,6 +1,7 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { etcdTlsFromFlags } from '@svc/storage/etcd-options';
 import { WATCH_FANOUT_FLAGS } from './flags';
+import { natsTlsFromFlags } from './nats-options';
 import { start } from './server';
 
 runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
@@ -10,6 +11,7 @@ runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     etcdTls: etcdTlsFromFlags(flags),
     natsUrl: flags.get('nats-url'),
+    natsTls: natsTlsFromFlags(flags),
     historyWindowMs: flags.getInt('history-window-seconds') * 1000,
     historyMaxBytes: flags.getInt('history-max-bytes'),
     compactionIntervalMs: flags.getInt('compaction-interval-seconds') * 1000,

@@ -7,6 +7,7 @@ import { watch } from '@svc/proto';
 import { createLogger, serverStream, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { ALL_SUBJECTS, decodeEvent, ensureStream } from './bus';
 import { History } from './history';
+import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 import { Publisher, setResourceVersion } from './publisher';
 
 /** Who may call this service (the identities of the internal certificates). */
@@ -20,6 +21,8 @@ export interface WatchFanoutConfig {
   /** Client certificate for etcd (TLS); plain connections without. */
   etcdTls?: EtcdTlsFiles;
   natsUrl: string;
+  /** Client certificate for NATS (TLS); NATS maps it to the publisher's user. */
+  natsTls?: NatsTlsFiles;
   /** Replica identity in the leader election; random when unset. */
   id?: string;
   /** How long changes stay in the history window (SPEC: 5 minutes). */
@@ -54,7 +57,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const id = config.id ?? `watch-fanout-${randomUUID().slice(0, 8)}`;
   const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
   const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000, ...etcdTlsOptions(config.etcdTls) }));
-  const nc: NatsConnection = await connect({ servers: config.natsUrl, name: id, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const nc: NatsConnection = await connect(natsConnectOptions(config.natsUrl, id, config.natsTls));
   const jsm = await nc.jetstreamManager();
   const maxBytes = config.historyMaxBytes ?? DEFAULT_HISTORY_BYTES;
   await ensureStream(jsm, windowMs, maxBytes);

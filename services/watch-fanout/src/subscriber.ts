@@ -2,6 +2,7 @@ import { connect, type NatsConnection, type Subscription } from 'nats';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import { ALL_SUBJECTS, decodeEvent } from './bus';
+import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 
 /**
  * The receiving end of the bus, for gateways: one NATS subscription per
@@ -20,8 +21,8 @@ export class ChangeSubscriber {
     private readonly log: Logger,
   ) {}
 
-  static async connect(natsUrl: string, log: Logger, name = 'gateway'): Promise<ChangeSubscriber> {
-    const nc = await connect({ servers: natsUrl, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  static async connect(natsUrl: string, log: Logger, tls?: NatsTlsFiles, name = 'gateway'): Promise<ChangeSubscriber> {
+    const nc = await connect(natsConnectOptions(natsUrl, name, tls));
     const subscriber = new ChangeSubscriber(nc, log);
     subscriber.subscription = nc.subscribe(ALL_SUBJECTS, {
       callback: (err, msg) => {

@@ -13,7 +13,7 @@ describe('watch fan-out across a NATS restart', () => {
   beforeAll(async () => {
     b = await startBackends('bus-restart');
     await createNamespaces(b.client, ['r']);
-    fanout = await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, logger: quietLogger() });
+    fanout = await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, natsTls: b.pki.files('watch-fanout'), logger: quietLogger() });
     await until(() => fanout.publisher.isLeader && fanout.history.completeFrom >= 0);
   });
 

@@ -17,8 +17,8 @@ describe('etcd compaction by the publisher', () => {
     b = await startBackends('compact');
     await createNamespaces(b.client, ['c']);
     client = b.client;
-    fanout = await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, compactionIntervalMs: 300, logger: quietLogger() });
-    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
+    fanout = await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, natsTls: b.pki.files('watch-fanout'), compactionIntervalMs: 300, logger: quietLogger() });
+    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger(), b.pki.files('gateway'));
     subscriber.listen((e) => seen.push(e));
     await until(() => fanout.publisher.isLeader);
   });

@@ -50,7 +50,7 @@ export async function startBackends(name: string): Promise<Backends> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `svc-${name}-`));
   const pki = testPki(dir);
   const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir, tls: pki.files('etcd') });
-  const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir };
+  const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir, tls: pki.files('nats') };
   const nats = await startNats(natsOptions);
   const storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], etcdTls: pki.files('storage'), logger: quietLogger() });
   const b: Backends = {

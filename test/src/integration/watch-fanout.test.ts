@@ -20,9 +20,9 @@ describe('watch fan-out on etcd and NATS', () => {
     client = b.client;
     replicas = [];
     for (const id of ['a', 'b']) {
-      replicas.push(await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, id, logger: quietLogger() }));
+      replicas.push(await startFanout({ listen: '127.0.0.1:0', internalTls: b.pki.files('watch-fanout'), etcdEndpoints: [b.etcd.endpoint], etcdTls: b.pki.files('watch-fanout'), natsUrl: b.nats.url, natsTls: b.pki.files('watch-fanout'), id, logger: quietLogger() }));
     }
-    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger());
+    subscriber = await ChangeSubscriber.connect(b.nats.url, quietLogger(), b.pki.files('gateway'));
     subscriber.listen((e) => seen.push(e));
     await until(() => replicas.some((r) => r.publisher.isLeader) && replicas.every((r) => r.history.completeFrom >= 0));
   });
