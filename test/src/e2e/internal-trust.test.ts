@@ -1,10 +1,12 @@
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Etcd3 } from 'etcd3';
 import { connect, type NatsConnection } from 'nats';
 import { authz, storage, watch } from '@svc/proto';
 import { channelTo, loadInternalTls, type InternalTls } from '@svc/service-kit';
 import { ensureInternalPki, startEnvironment, type Environment, type InternalIdentity } from '@svc/testenv';
+import { run } from './helpers';
 import { adminRequest } from './http';
 
 /**
@@ -80,6 +82,13 @@ describe('internal trust boundaries', () => {
     // A certificate of the right CA but another role: admission may call storage, never authz or watch-fanout; authn may call nobody.
     const other: InternalIdentity = target.name === 'storage' ? 'authn' : 'admission';
     expect(await call(...(channelTo(target.address(), target.identity, tlsOf(other)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.PERMISSION_DENIED);
+  });
+
+  test("the deployments' gRPC health check passes with a service's own certificate and fails without", async () => {
+    const check = path.join(__dirname, '..', '..', '..', 'deploy', 'scripts', 'healthcheck.js');
+    const own = env.internalPki.identities.storage;
+    expect((await run(process.execPath, [check, 'grpc', env.addresses['storage'] as string, env.internalPki.caCert, own.cert, own.key])).code).toBe(0);
+    expect((await run(process.execPath, [check, 'grpc', env.addresses['storage'] as string])).code).toBe(1);
   });
 
   test('etcd refuses a client without a certificate, and serves storage', async () => {
