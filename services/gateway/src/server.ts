@@ -97,6 +97,8 @@ const MAX_HEADER_BYTES = 1024 * 1024;
 /** How often the watch hub compares its position with watch-fanout's head, and how long it may go unconfirmed before /readyz fails. */
 const HUB_PROGRESS_CHECK_MS = 2000;
 const HUB_STALE_MS = 10_000;
+/** How long a stopping gateway lets requests in flight finish. */
+const SHUTDOWN_DRAIN_MS = 10_000;
 
 /**
  * A request the HTTP parser refuses never reaches the handler chain; it
@@ -180,12 +182,31 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     },
   };
 
+  // Graceful shutdown: readiness fails first, new requests get 503, requests in
+  // flight finish (up to SHUTDOWN_DRAIN_MS), watches end so their clients re-watch elsewhere.
+  let shuttingDown = false;
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  deps.readiness['shutdown'] = async () => {
+    if (shuttingDown) throw new Error('the gateway is shutting down');
+  };
   const chain = buildHandlerChain(deps);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'extended');
   app.use((req, res) => {
+    if (shuttingDown && !req.path.startsWith('/readyz') && !req.path.startsWith('/livez') && !req.path.startsWith('/healthz')) {
+      res.setHeader('Connection', 'close');
+      res.setHeader('Retry-After', '1');
+      res.status(503).type('application/json').send(JSON.stringify(ApiError.serviceUnavailable('the gateway is shutting down; try again').toStatus()));
+      return;
+    }
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
     void chain(req, res);
   });
 
@@ -222,8 +243,18 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     url: `https://${host}:${bound}`,
     hub,
     close: async () => {
+      shuttingDown = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      hub.endAll();
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          setTimeout(resolve, SHUTDOWN_DRAIN_MS).unref();
+        });
+      }
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closed;
       hub.stop();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();

@@ -1,5 +1,6 @@
 import { spawn, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -37,6 +38,42 @@ describe('supervision', () => {
     expect((await adminRequest(env, 'POST', '/api/v1/namespaces/default/configmaps', body)).status).toBe(201);
     const log = fs.readFileSync(path.join(env.dir, 'logs', 'supervisor.log'), 'utf8');
     expect(log).toContain(`"process":"${name}"`);
+  });
+
+  test('a gateway stopped with SIGTERM ends its watches cleanly and lets writes in flight finish', async () => {
+    const gateway = env.processes.find((p) => p.name === 'gateway');
+    if (!gateway) throw new Error('no gateway process');
+    const ca = fs.readFileSync(env.pki.caCert);
+    const cert = fs.readFileSync(env.pki.adminCert);
+    const key = fs.readFileSync(env.pki.adminKey);
+    // A watch: its stream must end without an ERROR event, so the client simply watches again.
+    let watchBody = '';
+    const watchEnded = new Promise<void>((resolve) => {
+      const req = https.request(`${env.url}/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0`, { ca, cert, key, agent: false }, (res) => {
+        res.on('data', (c: Buffer) => (watchBody += c.toString()));
+        res.on('end', () => resolve());
+        res.on('error', () => resolve());
+      });
+      req.on('error', () => resolve());
+      req.end();
+    });
+    await until(() => (watchBody.includes('"type":"ADDED"') ? true : undefined), 10000);
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      adminRequest(env, 'POST', '/api/v1/namespaces/default/configmaps', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `drain-${i}` } })).then(
+        (r) => ({ name: `drain-${i}`, status: r.status }),
+        () => ({ name: `drain-${i}`, status: 0 }),
+      ),
+    );
+    const restarts = gateway.restarts;
+    gateway.kill('SIGTERM');
+    const outcomes = await Promise.all(writes);
+    await watchEnded;
+    expect(watchBody).not.toContain('"type":"ERROR"');
+    // Each write was answered 201 or refused as a whole (503, or no connection); never a 500.
+    for (const o of outcomes) expect([0, 201, 503]).toContain(o.status);
+    await until(() => (gateway.restarts > restarts ? true : undefined), 15000);
+    await until(async () => ((await adminRequest(env, 'GET', '/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined), 30000);
+    for (const o of outcomes.filter((x) => x.status === 201)) expect((await adminRequest(env, 'GET', `/api/v1/namespaces/default/configmaps/${o.name}`)).status).toBe(200);
   });
 
   test('make up killed with SIGKILL leaves no process behind', async () => {

@@ -149,6 +149,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
       deliverChange(e);
     },
     expire: (reason) => finish(reason),
+    end: () => finish(),
   });
   req.on('close', () => finish());
   res.on('close', () => finish());

@@ -16,6 +16,8 @@ export interface HubWatcher {
   deliver(event: watch.ChangeEvent): void;
   /** The hub can no longer guarantee continuity: end the watch (the client re-lists). */
   expire(reason: ApiError): void;
+  /** End the watch cleanly (the server is stopping): the client watches again from its last resourceVersion. */
+  end(): void;
 }
 
 const PROGRESS = watch.EventType.EVENT_TYPE_PROGRESS;
@@ -88,6 +90,12 @@ export class WatchHub {
 
   stop(): void {
     if (this.progressTimer) clearInterval(this.progressTimer);
+  }
+
+  /** Ends every watch cleanly, as a stopping server does. */
+  endAll(): void {
+    for (const w of [...this.watchers]) w.end();
+    this.watchers.clear();
   }
 
   /** Milliseconds since the hub last knew it was current. */
