@@ -150,6 +150,131 @@ async function httpsFloor(env: Environment, total: number, concurrency: number):
   }
 }
 
+/** Resident memory of a process, bytes (0 where /proc is not there). */
+function rssBytes(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Runs `op` while sampling the resident memory of the named processes every 20 ms; returns the peaks. */
+async function peakRss(env: Environment, names: string[], op: () => Promise<void>): Promise<Record<string, number>> {
+  const procs = env.processes.filter((p) => names.includes(p.name));
+  const peaks: Record<string, number> = Object.fromEntries(procs.map((p) => [p.name, rssBytes(p.pid)]));
+  const timer = setInterval(() => {
+    for (const p of procs) peaks[p.name] = Math.max(peaks[p.name] ?? 0, rssBytes(p.pid));
+  }, 20);
+  try {
+    await op();
+  } finally {
+    clearInterval(timer);
+  }
+  return Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v / 1048576)]));
+}
+
+/**
+ * Unpaged lists of 10,000 ConfigMaps of 1 KiB and of 50,000 of 200 B: the
+ * objects are written straight into etcd (the list is what is measured),
+ * then listed through the gateway, next to the same range read straight
+ * from etcd; with the peak resident memory of gateway and storage.
+ */
+async function bigLists(env: Environment, client: Client, etcd: Etcd3): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const [count, bytes] of [[10_000, 1024], [50_000, 200]] as const) {
+    const ns = `bench-big-${count}`;
+    await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    const value = 'v'.repeat(bytes);
+    await runConcurrent(count, 64, async (i) => {
+      const name = `cm-${i}`;
+      const obj = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, uid: `u-${i}`, creationTimestamp: new Date().toISOString() }, data: { value } };
+      await etcd.put(`/registry/configmaps/${ns}/${name}`).value(JSON.stringify(obj));
+    });
+    const gatewayMs: number[] = [];
+    let bodyBytes = 0;
+    const peaks = await peakRss(env, ['gateway', 'storage'], async () => {
+      for (let i = 0; i < 3; i++) {
+        const t = process.hrtime.bigint();
+        const res = await client.request('GET', `/api/v1/namespaces/${ns}/configmaps`);
+        gatewayMs.push(Number(process.hrtime.bigint() - t) / 1e6);
+        if (res.status !== 200) throw new Error(`list of ${count} answered ${res.status}: ${res.body.slice(0, 200)}`);
+        bodyBytes = res.body.length;
+      }
+    });
+    const directMs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = process.hrtime.bigint();
+      const all = await etcd.getAll().prefix(`/registry/configmaps/${ns}/`).strings();
+      if (Object.keys(all).length !== count) throw new Error('direct read missed objects');
+      directMs.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    out.push({ objects: count, objectBytes: bytes, responseMiB: Math.round((bodyBytes / 1048576) * 10) / 10, gatewayMs: stats(gatewayMs), etcdDirectMs: stats(directMs), peakRssMiB: peaks });
+  }
+  return out;
+}
+
+/**
+ * 1,000 idle watches on one gateway: memory per watch; then create-to-event
+ * latency of one reading watcher with those watches open and one watcher
+ * that never reads, next to the same without them.
+ */
+async function idleWatchers(env: Environment, client: Client): Promise<unknown> {
+  const gateway = env.processes.find((p) => p.name === 'gateway');
+  if (!gateway) throw new Error('no gateway');
+  await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-idle' } });
+  const latency = async (ns: string): Promise<{ p50: number; p99: number }> => {
+    const list = JSON.parse((await client.request('GET', `/api/v1/namespaces/${ns}/configmaps`)).body) as { metadata: { resourceVersion: string } };
+    const sentAt = new Map<string, bigint>();
+    const samples: number[] = [];
+    const stop = client.watch(`/api/v1/namespaces/${ns}/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`, (line) => {
+      const ev = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+      const t = sentAt.get(ev.object.metadata.name);
+      if (ev.type === 'ADDED' && t !== undefined) samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    for (let i = 0; i < 300; i++) {
+      const name = `lat-${ns}-${i}`;
+      sentAt.set(name, process.hrtime.bigint());
+      void client.request('POST', `/api/v1/namespaces/${ns}/configmaps`, configMap(name));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const deadline = Date.now() + 10000;
+    while (samples.length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    stop();
+    return stats(samples);
+  };
+  await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-lat-a' } });
+  await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-lat-b' } });
+  const alone = await latency('bench-lat-a');
+  const watchClient = new https.Agent({ keepAlive: true, maxSockets: 2000, ca: fs.readFileSync(env.pki.caCert), cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) });
+  const before = rssBytes(gateway.pid);
+  const open: Array<() => void> = [];
+  let started = 0;
+  for (let i = 0; i < 1000; i++) {
+    const req = https.request(`${env.url}/api/v1/namespaces/bench-idle/configmaps?watch=1&resourceVersion=0&timeoutSeconds=600`, { agent: watchClient }, (res) => {
+      started++;
+      res.resume();
+    });
+    req.on('error', () => undefined);
+    req.end();
+    open.push(() => req.destroy());
+  }
+  // Every watch answered, then quiet for a while before anything is measured.
+  const settleBy = Date.now() + 60000;
+  while (started < 1000 && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 3000));
+  const after = rssBytes(gateway.pid);
+  // One watcher of the written namespace that never reads what it is sent.
+  const stalled = https.request(`${env.url}/api/v1/namespaces/bench-lat-b/configmaps?watch=1&resourceVersion=0`, { agent: false, ca: fs.readFileSync(env.pki.caCert), cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) }, (res) => res.pause());
+  stalled.end();
+  const crowded = await latency('bench-lat-b');
+  stalled.destroy();
+  for (const close of open) close();
+  watchClient.destroy();
+  return { idleWatches: 1000, answered: started, gatewayRssMiB: { before: Math.round(before / 1048576), after: Math.round(after / 1048576) }, kiBPerWatch: Math.round((after - before) / 1024 / 1000), createToEventMs: { alone, with1000IdleAndOneStalled: crowded } };
+}
+
 const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v'.repeat(64) } });
 
 async function main(): Promise<void> {
@@ -160,6 +285,8 @@ async function main(): Promise<void> {
   const etcd = new Etcd3({
     hosts: env.etcd.endpoint,
     credentials: { rootCertificate: fs.readFileSync(env.internalPki.caCert), certChain: fs.readFileSync(storageIdentity.cert), privateKey: fs.readFileSync(storageIdentity.key) },
+    // Big enough for the unpaged range reads of the list figures (the client's default is 4 MiB).
+    grpcOptions: { 'grpc.max_receive_message_length': 512 * 1024 * 1024 },
   });
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };
   try {
@@ -246,6 +373,9 @@ async function main(): Promise<void> {
     await nc.close();
     results['natsPublishToReceiveMs'] = stats(natsSamples);
 
+    results['watchers'] = await idleWatchers(env, client);
+    results['bigLists'] = await bigLists(env, client, etcd);
+
     const applyBench = benchApply(2000);
     results['apply200FieldsMs'] = { p50: applyBench.p50Ms, p99: applyBench.p99Ms, fields: applyBench.fields };
   } finally {
@@ -268,6 +398,11 @@ async function main(): Promise<void> {
   lines.push(`create -> watch event       ${p('createToWatchMs')}  (${(results['createToWatchMs'] as { received: number }).received}/${(results['createToWatchMs'] as { sent: number }).sent} events at ~100/s)`);
   lines.push(`raw NATS publish -> receive ${p('natsPublishToReceiveMs')}`);
   lines.push(`apply, 200 fields, 3 mgrs   ${p('apply200FieldsMs')}`);
+  for (const l of results['bigLists'] as Array<{ objects: number; objectBytes: number; responseMiB: number; gatewayMs: { p50: number }; etcdDirectMs: { p50: number }; peakRssMiB: Record<string, number> }>) {
+    lines.push(`unpaged list ${l.objects} x ${l.objectBytes} B (${l.responseMiB} MiB): gateway p50 ${fmt(l.gatewayMs.p50)} ms, etcd direct ${fmt(l.etcdDirectMs.p50)} ms; peak RSS gateway ${l.peakRssMiB['gateway']} MiB, storage ${l.peakRssMiB['storage']} MiB`);
+  }
+  const w = results['watchers'] as { kiBPerWatch: number; gatewayRssMiB: { before: number; after: number }; createToEventMs: { alone: { p50: number; p99: number }; with1000IdleAndOneStalled: { p50: number; p99: number } } };
+  lines.push(`1000 idle watches: gateway RSS ${w.gatewayRssMiB.before} -> ${w.gatewayRssMiB.after} MiB (${w.kiBPerWatch} KiB per watch); create -> event p99 ${fmt(w.createToEventMs.alone.p99)} ms alone, ${fmt(w.createToEventMs.with1000IdleAndOneStalled.p99)} ms beside them and a stalled watcher`);
   const cpu = results['cpuMsPerCreate'] as Record<string, number> | undefined;
   const directCpu = results['cpuMsPerDirectCreate'] as Record<string, number> | undefined;
   if (cpu && directCpu) {

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Etcd3 } from 'etcd3';
 import { connect, type NatsConnection } from 'nats';
-import { authz, storage, watch } from '@svc/proto';
+import { admission, authn, authz, storage, watch } from '@svc/proto';
 import { channelTo, loadInternalTls, type InternalTls } from '@svc/service-kit';
 import { ensureInternalPki, startEnvironment, type Environment, type InternalIdentity } from '@svc/testenv';
 import { run } from './helpers';
@@ -52,6 +52,20 @@ describe('internal trust boundaries', () => {
       probe: (c) => unaryCode((c as authz.AuthzClient).authorize.bind(c), { user: undefined, resourceRequest: false, verb: 'get', path: '/', apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '' } as authz.AuthorizeRequest),
     },
     {
+      name: 'authn',
+      identity: 'authn',
+      address: () => env.addresses['authn'] as string,
+      make: (a, c, o) => new authn.AuthnClient(a, c, o),
+      probe: (c) => unaryCode((c as authn.AuthnClient).authenticate.bind(c), authn.AuthenticateRequest.fromPartial({})),
+    },
+    {
+      name: 'admission',
+      identity: 'admission',
+      address: () => env.addresses['admission'] as string,
+      make: (a, c, o) => new admission.AdmissionClient(a, c, o),
+      probe: (c) => unaryCode((c as admission.AdmissionClient).admit.bind(c), admission.AdmitRequest.fromPartial({})),
+    },
+    {
       name: 'watch-fanout',
       identity: 'watch-fanout',
       address: () => env.addresses['watch-fanout'] as string,
@@ -79,8 +93,8 @@ describe('internal trust boundaries', () => {
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca), nameOverride)).toBe(grpc.status.UNAVAILABLE);
     const stranger = ensureInternalPki(strangerDir).identities.gateway;
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca, fs.readFileSync(stranger.key), fs.readFileSync(stranger.cert)), nameOverride)).toBe(grpc.status.UNAVAILABLE);
-    // A certificate of the right CA but another role: admission may call storage, never authz or watch-fanout; authn may call nobody.
-    const other: InternalIdentity = target.name === 'storage' ? 'authn' : 'admission';
+    // A certificate of the right CA but another role: authn may call nobody, storage may call nobody.
+    const other: InternalIdentity = target.name === 'storage' ? 'authn' : 'storage';
     expect(await call(...(channelTo(target.address(), target.identity, tlsOf(other)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.PERMISSION_DENIED);
   });
 
