@@ -3,7 +3,9 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as path from 'node:path';
 import { startEnvironment, type Environment } from '@svc/testenv';
+import { connect } from 'nats';
 import { until } from './helpers';
+import { adminRequest } from './http';
 
 const fixtures = path.join(__dirname, '..', '..', 'fixtures');
 
@@ -239,4 +241,63 @@ describe('faults: every component killed in turn', () => {
     const relisted = raw.seen.some((s) => s.type === 'LISTED' && raw.seen.indexOf(s) > 0);
     if (!relisted) expect(acked.filter((v) => !rawValues.includes(v))).toEqual([]);
   }, 600000);
+});
+
+/**
+ * Someone deletes the change stream from NATS: the publishing watch-fanout
+ * creates it again, writes keep working, and every watcher either keeps
+ * going or is ended with a 410 and re-lists to the current state.
+ */
+describe('faults: the change stream deleted', () => {
+  let env: Environment;
+  const ns = '/api/v1/namespaces/default';
+
+  beforeAll(async () => {
+    env = await startEnvironment();
+  });
+
+  afterAll(async () => {
+    await env?.stop(true);
+  });
+
+  test('the stream comes back and watchers re-list instead of missing changes', async () => {
+    const create = await adminRequest(env, 'POST', `${ns}/configmaps`, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'streamed' }, data: { v: '0' } }));
+    expect(create.status).toBe(201);
+    const rv = (create.json()['metadata'] as { resourceVersion: string }).resourceVersion;
+    let body = '';
+    let ended = false;
+    const req = https.request(`${env.url}${ns}/configmaps?watch=1&resourceVersion=${rv}&fieldSelector=metadata.name%3Dstreamed`, { ca: fs.readFileSync(env.pki.caCert), cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey), agent: false }, (res) => {
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => (ended = true));
+    });
+    req.end();
+    await new Promise((r) => setTimeout(r, 300));
+    const fanout = env.internalPki.identities['watch-fanout'];
+    const nc = await connect({ servers: env.nats.url, tls: { caFile: env.internalPki.caCert, certFile: fanout.cert, keyFile: fanout.key } });
+    expect(await (await nc.jetstreamManager()).streams.delete('SVC_CHANGES')).toBe(true);
+    await nc.close();
+    for (let i = 1; i <= 5; i++) {
+      const res = await adminRequest(env, 'PATCH', `${ns}/configmaps/streamed`, JSON.stringify({ data: { v: String(i) } }), { 'content-type': 'application/merge-patch+json' });
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Either the watch saw the last change, or it was ended (410 or closed) so its client re-lists.
+    await until(() => (body.includes('"v":"5"') || body.includes('"code":410') || ended ? true : undefined), 30000);
+    await until(async () => ((await adminRequest(env, 'GET', '/readyz')).status === 200 ? true : undefined), 30000);
+    // A fresh watch after the stream came back sees new changes.
+    const latest = await adminRequest(env, 'GET', `${ns}/configmaps/streamed`);
+    expect((latest.json()['data'] as Record<string, string>)['v']).toBe('5');
+    let fresh = '';
+    const req2 = https.request(`${env.url}${ns}/configmaps?watch=1&resourceVersion=${(latest.json()['metadata'] as { resourceVersion: string }).resourceVersion}&fieldSelector=metadata.name%3Dstreamed`, { ca: fs.readFileSync(env.pki.caCert), cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey), agent: false }, (res) => {
+      res.on('data', (c: Buffer) => (fresh += c.toString()));
+    });
+    req2.end();
+    await new Promise((r) => setTimeout(r, 300));
+    await until(async () => {
+      await adminRequest(env, 'PATCH', `${ns}/configmaps/streamed`, JSON.stringify({ data: { v: 'after' } }), { 'content-type': 'application/merge-patch+json' });
+      return fresh.includes('"v":"after"') ? true : undefined;
+    }, 30000);
+    req.destroy();
+    req2.destroy();
+  });
 });
