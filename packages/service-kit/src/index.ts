@@ -33,6 +33,7 @@ export * from './ttl-cache';
 export {
   loadInternalTls,
   internalTlsFromFlags,
+  tlsFilesFromFlags,
   peerIdentity,
   callerCheck,
   INTERNAL_TLS_FLAGS,

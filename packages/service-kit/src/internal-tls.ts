@@ -36,6 +36,19 @@ export const INTERNAL_TLS_FLAGS = {
   'internal-key-file': { description: 'Key of --internal-cert-file (PEM)', required: true },
 } as const;
 
+/**
+ * The files named by three flags that go together (a CA bundle, a client
+ * certificate and its key, e.g. `--etcd-cafile`, `--etcd-certfile`,
+ * `--etcd-keyfile`): undefined when none is given, an error when only some are.
+ */
+export function tlsFilesFromFlags(flags: { get(name: string): string }, names: readonly [ca: string, cert: string, key: string]): InternalTlsFiles | undefined {
+  const [caFile, certFile, keyFile] = names.map((n) => flags.get(n)) as [string, string, string];
+  const given = [caFile, certFile, keyFile].filter(Boolean).length;
+  if (given === 0) return undefined;
+  if (given !== 3) throw new Error(`${names.map((n) => `--${n}`).join(', ')} go together`);
+  return { caFile, certFile, keyFile };
+}
+
 export function internalTlsFromFlags(flags: { get(name: string): string }): InternalTlsFiles {
   return { caFile: flags.get('internal-ca-file'), certFile: flags.get('internal-cert-file'), keyFile: flags.get('internal-key-file') };
 }

@@ -1,6 +1,7 @@
 import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
 import * as fs from 'node:fs';
 import { GRPCUnavailableError, type IOptions } from 'etcd3';
+import { tlsFilesFromFlags } from '@svc/service-kit';
 
 /**
  * How every etcd client of the system (storage, watch-fanout) talks to etcd.
@@ -61,9 +62,5 @@ export const ETCD_TLS_FLAGS = {
 
 /** The TLS files named by the flags above; undefined when none is given, an error when only some are. */
 export function etcdTlsFromFlags(flags: { get(name: string): string }): EtcdTlsFiles | undefined {
-  const files = { caFile: flags.get('etcd-cafile'), certFile: flags.get('etcd-certfile'), keyFile: flags.get('etcd-keyfile') };
-  const given = Object.values(files).filter(Boolean).length;
-  if (given === 0) return undefined;
-  if (given !== 3) throw new Error('--etcd-cafile, --etcd-certfile and --etcd-keyfile go together');
-  return files;
+  return tlsFilesFromFlags(flags, ['etcd-cafile', 'etcd-certfile', 'etcd-keyfile']);
 }

@@ -1,4 +1,5 @@
 import type { ConnectionOptions } from 'nats';
+import { tlsFilesFromFlags } from '@svc/service-kit';
 
 /**
  * How a service connects to NATS: TLS with its client certificate, which
@@ -19,11 +20,7 @@ export const NATS_TLS_FLAGS = {
 } as const;
 
 export function natsTlsFromFlags(flags: { get(name: string): string }): NatsTlsFiles | undefined {
-  const files = { caFile: flags.get('nats-ca-file'), certFile: flags.get('nats-cert-file'), keyFile: flags.get('nats-key-file') };
-  const given = Object.values(files).filter(Boolean).length;
-  if (given === 0) return undefined;
-  if (given !== 3) throw new Error('--nats-ca-file, --nats-cert-file and --nats-key-file go together');
-  return files;
+  return tlsFilesFromFlags(flags, ['nats-ca-file', 'nats-cert-file', 'nats-key-file']);
 }
 
 export function natsConnectOptions(url: string, name: string, tls: NatsTlsFiles | undefined): ConnectionOptions {
