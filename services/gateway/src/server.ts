@@ -182,21 +182,20 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     },
   };
 
-  // Graceful shutdown: readiness fails first, new requests get 503, requests in
-  // flight finish (up to SHUTDOWN_DRAIN_MS), watches end so their clients re-watch elsewhere.
+  // Graceful shutdown: from its start every new request (readiness probes too) gets
+  // 503, requests in flight finish (up to SHUTDOWN_DRAIN_MS), and watches end so
+  // their clients re-watch elsewhere.
   let shuttingDown = false;
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  deps.readiness['shutdown'] = async () => {
-    if (shuttingDown) throw new Error('the gateway is shutting down');
-  };
   const chain = buildHandlerChain(deps);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'extended');
   app.use((req, res) => {
-    if (shuttingDown && !req.path.startsWith('/readyz') && !req.path.startsWith('/livez') && !req.path.startsWith('/healthz')) {
+    // Health probes included: a stopping gateway is not ready, and says so the same way.
+    if (shuttingDown) {
       res.setHeader('Connection', 'close');
       res.setHeader('Retry-After', '1');
       res.status(503).type('application/json').send(JSON.stringify(ApiError.serviceUnavailable('the gateway is shutting down; try again').toStatus()));
