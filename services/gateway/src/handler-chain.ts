@@ -1,8 +1,8 @@
 import type { GatewayDeps } from './backends';
 import type { Handler } from './filters/chain';
 import { withAuthentication } from './filters/authentication';
-import { withAuthorization } from './filters/authorization';
-import { withImpersonation } from './filters/impersonation';
+import { cachedAuthorizer, withAuthorization } from './filters/authorization';
+import { refuseImpersonation, withImpersonation } from './filters/impersonation';
 import { withPanicRecovery } from './filters/panic-recovery';
 import { withRequestInfoFilter } from './filters/request-info';
 import { requestInfoFrom } from './context';
@@ -14,19 +14,20 @@ import { buildRouter } from './router';
  * request passes through: panic recovery (request id, logging, every error a
  * Status) → request info (a path that does not parse is refused here, 400
  * or 404) → [public paths skip to the router] → authentication (401) →
- * impersonation (403 while not implemented) → authorization (403) → router
- * → verb handler.
+ * impersonation (the requester must be allowed to impersonate; 403) →
+ * authorization of the resulting identity (403) → router → verb handler.
  */
 export function buildHandlerChain(deps: GatewayDeps): Handler {
   const router = buildRouter(deps);
   let handler: Handler = router;
-  handler = withAuthorization(handler, deps);
+  const authorize = cachedAuthorizer(deps);
+  handler = withAuthorization(handler, authorize);
   // Impersonation changes who the request is authorized as, so it runs
   // after authentication and before authorization, as in the original.
-  handler = withImpersonation(handler);
+  handler = withImpersonation(handler, authorize);
   handler = withAuthentication(handler, deps);
-  // Public paths skip authentication, not the refusal of impersonation.
-  handler = withPublicPaths(handler, withImpersonation(router), deps.alwaysAllowPaths);
+  // Public paths skip authentication, so there is nobody whose impersonation could be allowed.
+  handler = withPublicPaths(handler, refuseImpersonation(router), deps.alwaysAllowPaths);
   handler = withRequestInfoFilter(handler);
   handler = withPanicRecovery(handler, deps.log, deps.limits.maxBodyBytes);
   return handler;

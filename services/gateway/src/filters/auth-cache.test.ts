@@ -5,7 +5,7 @@ import type { GatewayDeps } from '../backends';
 import { initRequestState, userFrom, withRequestInfo, withUser } from '../context';
 import { DEFAULT_LIMITS } from '../server';
 import { withAuthentication } from './authentication';
-import { withAuthorization } from './authorization';
+import { cachedAuthorizer, withAuthorization } from './authorization';
 
 /** The authentication and authorization caches in front of authn and authz. */
 const admin: UserInfo = { username: 'alice', uid: '', groups: ['dev', 'system:authenticated'], extra: {} };
@@ -71,7 +71,7 @@ describe('authorization cache', () => {
     for (const allow of [true, false]) {
       const calls = { authn: 0, authz: 0 };
       let handled = 0;
-      const filter = withAuthorization(async () => void handled++, deps(calls, { ttlMs: 60000, allow }));
+      const filter = withAuthorization(async () => void handled++, cachedAuthorizer(deps(calls, { ttlMs: 60000, allow })));
       const run = async (user: UserInfo, namespace: string): Promise<void> => {
         const req = request({});
         withRequestInfo(req, { ...info, namespace });

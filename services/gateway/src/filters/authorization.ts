@@ -5,19 +5,48 @@ import type { GatewayDeps } from '../backends';
 import { requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import type { Handler } from './chain';
 
+/** Asks authz about `attrs`; the answer for the same attributes is reused for a while. */
+export type AuthorizeFn = (attrs: Attributes, requestId: string) => Promise<AuthorizerDecision>;
+
 /**
- * Asks authz whether the user may do what the request info says; 403
- * otherwise. Decisions are reused for the same user and attributes for a
- * short while (`--authorization-cache-ttl-seconds`), as the original server
- * caches webhook authorizer decisions.
+ * Decisions are reused for the same user and attributes for a short while
+ * (`--authorization-cache-ttl-seconds`), as the original server caches
+ * webhook authorizer decisions.
  */
-export function withAuthorization(handler: Handler, deps: GatewayDeps): Handler {
+export function cachedAuthorizer(deps: GatewayDeps): AuthorizeFn {
   const cache = new TtlCache<AuthorizerDecision>(deps.limits.authzCacheTtlMs);
+  return async (attrs, requestId) => {
+    const key = cache.enabled ? JSON.stringify(attrs) : '';
+    let decision = cache.get(key);
+    if (!decision) {
+      decision = await deps.authz.authorize(attrs, { requestId, timeoutMs: deps.limits.backendTimeoutMs });
+      cache.set(key, decision);
+    }
+    return decision;
+  };
+}
+
+/** The 403 the original server answers when no authorizer allows `attrs`. */
+export function forbiddenFor(attrs: Attributes, decision: AuthorizerDecision): ApiError {
+  const reason = decision.reason ? `: ${decision.reason}` : '';
+  if (!attrs.resourceRequest) {
+    return ApiError.forbidden(undefined, '', `User "${attrs.user.username}" cannot ${attrs.verb} path "${attrs.path}"${reason}`);
+  }
+  const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
+  const scope = attrs.namespace ? ` in the namespace "${attrs.namespace}"` : attrs.name || attrs.verb === 'create' ? '' : ' at the cluster scope';
+  return ApiError.forbidden(
+    { group: attrs.apiGroup, resource: attrs.resource },
+    attrs.name,
+    `User "${attrs.user.username}" cannot ${attrs.verb} resource "${resource}" in API group "${attrs.apiGroup}"${scope}${reason}`,
+  );
+}
+
+/** Asks authz whether the user may do what the request info says; 403 otherwise. */
+export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Handler {
   return async (req, res) => {
     const info = requestInfoFrom(req);
-    const user = userFrom(req);
     const attrs: Attributes = {
-      user,
+      user: userFrom(req),
       resourceRequest: info.isResourceRequest,
       verb: info.verb,
       path: info.path,
@@ -28,26 +57,8 @@ export function withAuthorization(handler: Handler, deps: GatewayDeps): Handler 
       namespace: info.namespace,
       name: info.name,
     };
-    const key = cache.enabled ? JSON.stringify(attrs) : '';
-    let decision = cache.get(key);
-    if (!decision) {
-      decision = await deps.authz.authorize(attrs, { requestId: requestIdFrom(req), timeoutMs: deps.limits.backendTimeoutMs });
-      cache.set(key, decision);
-    }
-    if (decision.decision === 'allow') {
-      await handler(req, res);
-      return;
-    }
-    const reason = decision.reason ? `: ${decision.reason}` : '';
-    if (!info.isResourceRequest) {
-      throw ApiError.forbidden(undefined, '', `User "${user.username}" cannot ${info.verb} path "${info.path}"${reason}`);
-    }
-    const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
-    const scope = info.namespace ? ` in the namespace "${info.namespace}"` : info.name || info.verb === 'create' ? '' : ' at the cluster scope';
-    throw ApiError.forbidden(
-      { group: info.apiGroup, resource: info.resource },
-      info.name,
-      `User "${user.username}" cannot ${info.verb} resource "${resource}" in API group "${info.apiGroup}"${scope}${reason}`,
-    );
+    const decision = await authorize(attrs, requestIdFrom(req));
+    if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);
+    await handler(req, res);
   };
 }
