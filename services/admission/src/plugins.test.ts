@@ -1,5 +1,5 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { namespaceLifecycle, type AdmissionAttributes } from './plugins';
+import { namespaceLifecycle, serviceAccountDefaults, type AdmissionAttributes } from './plugins';
 
 const namespaces = new Map<string, ApiObject>([
   ['live', { metadata: { name: 'live' }, status: { phase: 'Active' } }],
@@ -47,5 +47,31 @@ describe('NamespaceLifecycle', () => {
       .validate?.(attrs({ operation: 'DELETE', resource: { group: '', version: 'v1', resource: 'namespaces' }, namespace: '', name: 'default' }))
       .catch((e: unknown) => e)) as ApiError;
     expect(err.code).toBe(403);
+  });
+});
+
+describe('ServiceAccount', () => {
+  const sa = serviceAccountDefaults();
+  const pod = (spec: Record<string, unknown>): Partial<AdmissionAttributes> => ({
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    object: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec },
+  });
+
+  it('gives a pod without an account the default one', async () => {
+    const out = await sa.admit?.(attrs(pod({ containers: [] })));
+    expect(out?.['spec']).toEqual({ containers: [], serviceAccountName: 'default', serviceAccount: 'default' });
+  });
+
+  it('keeps a named account, and fills the deprecated alias from it (or it from the alias)', async () => {
+    expect((await sa.admit?.(attrs(pod({ serviceAccountName: 'robot' }))))?.['spec']).toEqual({ serviceAccountName: 'robot', serviceAccount: 'robot' });
+    expect((await sa.admit?.(attrs(pod({ serviceAccount: 'old' }))))?.['spec']).toEqual({ serviceAccountName: 'old', serviceAccount: 'old' });
+    expect(await sa.admit?.(attrs(pod({ serviceAccountName: 'robot', serviceAccount: 'robot' })))).toBeUndefined();
+  });
+
+  it('leaves other kinds, updates and subresources alone', async () => {
+    expect(await sa.admit?.(attrs({}))).toBeUndefined();
+    expect(await sa.admit?.(attrs({ ...pod({}), operation: 'UPDATE' }))).toBeUndefined();
+    expect(await sa.admit?.(attrs({ ...pod({}), subresource: 'status' }))).toBeUndefined();
   });
 });

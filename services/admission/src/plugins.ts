@@ -66,6 +66,28 @@ export function namespaceLifecycle(namespaces: NamespaceReader): AdmissionPlugin
   };
 }
 
+/** The account a pod runs as when it names none (SPEC section 5: "A pod is bound by its serviceAccountName"). */
+export const DEFAULT_SERVICE_ACCOUNT = 'default';
+
+/**
+ * ServiceAccount (mutating): a pod created without a service account runs as
+ * its namespace's `default` account; the deprecated `serviceAccount` field
+ * and `serviceAccountName` are kept the same, as the original plugin does.
+ */
+export function serviceAccountDefaults(): AdmissionPlugin {
+  return {
+    name: 'ServiceAccount',
+    async admit(attrs) {
+      const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods' && attrs.subresource === '';
+      if (!isPod || attrs.operation !== 'CREATE' || !attrs.object) return undefined;
+      const spec = (attrs.object['spec'] ?? {}) as Record<string, unknown>;
+      const named = (spec['serviceAccountName'] as string | undefined) || (spec['serviceAccount'] as string | undefined) || DEFAULT_SERVICE_ACCOUNT;
+      if (spec['serviceAccountName'] === named && spec['serviceAccount'] === named) return undefined;
+      return { ...attrs.object, spec: { ...spec, serviceAccountName: named, serviceAccount: named } };
+    },
+  };
+}
+
 export interface AdmissionResult {
   object: ApiObject | undefined;
   changed: boolean;

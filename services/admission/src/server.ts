@@ -2,7 +2,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
 import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
-import { namespaceLifecycle, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
+import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -69,7 +69,7 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
   const tls = loadInternalTls(config.internalTls);
   const storage = new StorageClient(config.storageAddress, tls);
-  const plugins: AdmissionPlugin[] = [namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
+  const plugins: AdmissionPlugin[] = [serviceAccountDefaults(), namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
   const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];

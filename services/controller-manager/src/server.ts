@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
 import { ApiClient, loadKubeconfig } from './client';
 import { NamespaceController } from './namespace-controller';
+import { ServiceAccountController } from './service-account-controller';
 
 export interface ControllerManagerConfig {
   /** Kubeconfig with the gateway URL and this process's credentials. */
@@ -17,6 +18,7 @@ export interface ControllerManagerHandle {
   address: string;
   port: number;
   namespaces: NamespaceController;
+  serviceAccounts: ServiceAccountController;
   close(): Promise<void>;
 }
 
@@ -30,9 +32,10 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   if (!config.kubeconfig) throw new Error('--kubeconfig is required');
   const client = new ApiClient(loadKubeconfig(config.kubeconfig));
   const namespaces = new NamespaceController(client, log.with({ controller: 'namespace' }), { resyncMs: config.namespaceSyncPeriodMs ?? 30000 });
+  const serviceAccounts = new ServiceAccountController(client, log.with({ controller: 'serviceaccount' }), { resyncMs: config.namespaceSyncPeriodMs ?? 30000 });
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && namespaces.synced);
+    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && namespaces.synced && serviceAccounts.synced);
     const known = path === '/healthz' || path === '/livez' || path === '/readyz';
     res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'text/plain' });
     res.end(known ? (ok ? 'ok' : 'not ready') : 'not found');
@@ -44,13 +47,15 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   });
   const bound = (health.address() as { port: number }).port;
   namespaces.start();
-  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: ['namespace'] });
+  serviceAccounts.start();
+  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: ['namespace', 'serviceaccount'] });
   return {
     address: `${host}:${bound}`,
     port: bound,
     namespaces,
+    serviceAccounts,
     close: async () => {
-      await namespaces.stop();
+      await Promise.all([namespaces.stop(), serviceAccounts.stop()]);
       client.close();
       await new Promise<void>((resolve) => health.close(() => resolve()));
     },
