@@ -68,3 +68,10 @@ export function addWarning(req: Request, text: string): void {
 export function warningsFrom(req: Request): string[] {
   return states.get(req)?.warnings ?? [];
 }
+
+const NO_QUERY = new URLSearchParams();
+
+/** The values of a query parameter as the request-info filter parsed them (none before it ran). */
+export function queryValues(req: Request, name: string): string[] {
+  return (states.get(req)?.info?.query ?? NO_QUERY).getAll(name);
+}

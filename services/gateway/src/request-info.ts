@@ -25,6 +25,8 @@ export interface RequestInfo {
    * made on these; `path` is the same segments joined with `/`.
    */
   segments: string[];
+  /** The query, parsed once from the request target; handlers read their parameters here. */
+  query: URLSearchParams;
 }
 
 // Subresources of a namespace, addressed as /namespaces/<name>/<sub>.
@@ -114,6 +116,7 @@ export function parseRequestInfo(method: string, segments: string[], query: URLS
     name: '',
     parts: [],
     segments,
+    query,
   };
   let parts = segments;
   const prefix = parts[0];

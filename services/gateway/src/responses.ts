@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { logFrom, warningsFrom } from './context';
+import { logFrom, warningsFrom, queryValues } from './context';
 import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
 import { parseBoolParam } from './query-bool';
@@ -40,7 +40,7 @@ export function writeError(req: Request, res: Response, err: unknown): void {
 }
 
 function pretty(req: Request): boolean {
-  return parseBoolParam(req.query['pretty']);
+  return parseBoolParam(queryValues(req, 'pretty'));
 }
 
 export function encodeBody(req: Request, body: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {

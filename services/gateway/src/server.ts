@@ -192,7 +192,9 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('query parser', 'extended');
+  // The query is parsed once, by the request-info filter (URLSearchParams, as Go's url.ParseQuery
+  // reads it); express parses none, so no handler can read another form of it.
+  app.set('query parser', false);
   app.use((req, res) => {
     // Health probes included: a stopping gateway is not ready, and says so the same way.
     if (shuttingDown) {

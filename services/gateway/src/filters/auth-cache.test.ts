@@ -11,7 +11,7 @@ import { cachedAuthorizer, withAuthorization } from './authorization';
 const admin: UserInfo = { username: 'alice', uid: '', groups: ['dev', 'system:authenticated'], extra: {} };
 const quiet = createLogger('test', { write: () => undefined });
 
-const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [], segments: ['api', 'v1', 'namespaces', 'a', 'configmaps'] };
+const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [], query: new URLSearchParams(), segments: ['api', 'v1', 'namespaces', 'a', 'configmaps'] };
 
 function request(headers: Record<string, string>): Request {
   const req = { headers, method: 'GET', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;

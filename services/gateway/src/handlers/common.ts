@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
 import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
-import { addWarning, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { addWarning, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import { negotiateOutput, type OutputFormat } from '../negotiation';
 import type { RequestInfo } from '../request-info';
 import type { FieldValidation, WriteContext } from '../rest';
@@ -16,10 +16,10 @@ export interface ResourceRequest {
 
 export type ResourceHandler = (req: Request, res: import('express').Response, r: ResourceRequest) => Promise<void>;
 
+/** A query parameter's last value, as the request-info filter parsed it. */
 export function query(req: Request, name: string): string | undefined {
-  const v = req.query[name];
-  if (Array.isArray(v)) return v.length > 0 ? String(v[v.length - 1]) : undefined;
-  return v === undefined ? undefined : String(v);
+  const values = queryValues(req, name);
+  return values.length > 0 ? values[values.length - 1] : undefined;
 }
 
 export function outputFormat(req: Request, r: ResourceRequest, table: boolean): OutputFormat {
@@ -27,9 +27,7 @@ export function outputFormat(req: Request, r: ResourceRequest, table: boolean): 
 }
 
 export function parseDryRun(req: Request): boolean {
-  const raw = req.query['dryRun'];
-  if (raw === undefined) return false;
-  return dryRunOf((Array.isArray(raw) ? raw : [raw]).map(String));
+  return dryRunOf(queryValues(req, 'dryRun'));
 }
 
 /** Dry-run values, from the query or an options body: only "All" is defined. */

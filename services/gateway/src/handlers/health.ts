@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { queryValues } from '../context';
 
 /**
  * /livez, /readyz and /healthz: 200 when every check passes. `verbose` lists
@@ -8,8 +9,7 @@ import type { Request, Response } from 'express';
 export type Check = () => Promise<void>;
 
 export async function handleHealth(req: Request, res: Response, endpoint: string, checks: Record<string, Check>, only?: string): Promise<void> {
-  const excludeRaw = req.query['exclude'];
-  const exclude = new Set((Array.isArray(excludeRaw) ? excludeRaw : excludeRaw === undefined ? [] : [excludeRaw]).map(String));
+  const exclude = new Set(queryValues(req, 'exclude'));
   if (only !== undefined && !(only in checks)) {
     res.status(404).type('text/plain').send(`no such check: ${only}\n`);
     return;
@@ -27,7 +27,7 @@ export async function handleHealth(req: Request, res: Response, endpoint: string
     }),
   );
   const ok = results.every((line) => line.startsWith('[+]'));
-  const verbose = req.query['verbose'] !== undefined;
+  const verbose = queryValues(req, 'verbose').length > 0;
   res.status(ok ? 200 : 500).type('text/plain');
   if (!verbose && ok) {
     res.send('ok');

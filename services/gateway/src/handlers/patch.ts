@@ -6,6 +6,7 @@ import { writeBody } from '../responses';
 import { createObject, updateObject } from '../rest';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
+import { queryValues } from '../context';
 
 /**
  * PATCH: the patch document is applied to the current object inside the
@@ -33,7 +34,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager };
   const patch = isApply ? parseYaml(body) : parseJson(body);
   const fieldManager = query(req, 'fieldManager') ?? '';
-  const force = parseBoolParam(req.query['force']);
+  const force = parseBoolParam(queryValues(req, 'force'));
   if (isApply) {
     if (!fieldManager) {
       throw ApiError.invalid({ group: 'meta.svc.io', kind: 'PatchOptions' }, '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);

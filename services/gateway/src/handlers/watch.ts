@@ -10,7 +10,7 @@ import {
   type ApiObject,
 } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { logFrom } from '../context';
+import { logFrom, queryValues } from '../context';
 import { encodeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
@@ -42,8 +42,8 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const labels = parseLabelSelector(query(req, 'labelSelector'));
   let fieldSelectorText = query(req, 'fieldSelector') ?? '';
-  const sendInitialEvents = parseBoolParam(req.query['sendInitialEvents']);
-  const bookmarks = parseBoolParam(req.query['allowWatchBookmarks']);
+  const sendInitialEvents = parseBoolParam(queryValues(req, 'sendInitialEvents'));
+  const bookmarks = parseBoolParam(queryValues(req, 'allowWatchBookmarks'));
   const match = query(req, 'resourceVersionMatch');
   if (sendInitialEvents && match !== 'NotOlderThan') {
     throw ApiError.badRequest('resourceVersionMatch: Invalid value: must be "NotOlderThan" when sendInitialEvents is true');
