@@ -1,34 +1,33 @@
-import type { X509Certificate } from '@peculiar/x509';
 import type { UserInfo } from '@svc/apimachinery';
-import { authenticateCertificate } from './x509';
+import type { AuthenticationInput, RequestAuthenticator, TokenAuthenticator } from './methods';
+
+export type { AuthenticationInput } from './methods';
 
 /**
  * The union of authentication methods. Rules (SPEC section 5): the first
- * method that succeeds decides; a presented credential that does not verify
- * (a client certificate or a bearer token) is a rejection, never anonymous
- * and never a fall through to another method; every authenticated user gets
+ * method that succeeds decides; every authenticated user gets
  * `system:authenticated`; with no credentials the request is anonymous when
  * that is enabled.
  *
- * Only the client certificate chain and the `Authorization` header are
- * credentials here. Headers naming a user (`X-Remote-User` and the like) are
- * honoured only from an authenticating proxy with a verified proxy
- * certificate, which is not implemented, so they never change the identity.
+ * Fail closed: a request method that rejects (a client certificate that does
+ * not verify) ends authentication with 401, and a bearer token that no token
+ * method accepts is 401 too, never anonymous. Headers naming a user
+ * (`X-Remote-User` and the like) count only when the authenticating-proxy
+ * method is configured and the proxy's certificate verifies.
  */
-export interface AuthenticationInput {
-  clientCertificateChain: Uint8Array[];
-  headers: Record<string, string[]>;
-}
-
 export type AuthenticationResult =
-  | { authenticated: true; user: UserInfo; method: string }
+  | { authenticated: true; user: UserInfo; method: string; audiences: string[] }
   | { authenticated: false; error: string };
 
 export interface AuthenticatorOptions {
-  clientCas: X509Certificate[];
-  tokens: Map<string, UserInfo>;
-  anonymous: boolean;
-  now?: () => Date;
+  /** Request methods, in order (the authenticating proxy before client certificates). */
+  requestAuthenticators: RequestAuthenticator[];
+  /** Token methods, in order; the first that authenticates decides. */
+  tokenAuthenticators: TokenAuthenticator[];
+  /** Whether a request without credentials is anonymous (it may depend on the path). */
+  anonymous: boolean | ((path: string | undefined) => boolean);
+  /** The audiences of this server (`--api-audiences`), used when a request names none. */
+  apiAudiences: string[];
 }
 
 export const ANONYMOUS_USER = 'system:anonymous';
@@ -40,6 +39,7 @@ function withAuthenticatedGroup(user: UserInfo): UserInfo {
   return { ...user, groups };
 }
 
+/** The bearer token of an `Authorization` header, or undefined when there is none. */
 export function bearerToken(headers: Record<string, string[]>): string | undefined {
   const value = headers['authorization']?.[0];
   if (!value) return undefined;
@@ -47,24 +47,38 @@ export function bearerToken(headers: Record<string, string[]>): string | undefin
   return m ? (m[1] as string).trim() : undefined;
 }
 
-export type Authenticator = (input: AuthenticationInput) => Promise<AuthenticationResult>;
+export type Authenticator = (input: AuthenticationInput, audiences?: readonly string[]) => Promise<AuthenticationResult>;
+
+/** Verifies a bearer token with the token methods only (TokenReview). */
+export type TokenVerifier = (token: string, audiences?: readonly string[]) => Promise<AuthenticationResult>;
+
+export function createTokenVerifier(opts: Pick<AuthenticatorOptions, 'tokenAuthenticators' | 'apiAudiences'>): TokenVerifier {
+  return async (token, requested) => {
+    const audiences = requested && requested.length > 0 ? requested : opts.apiAudiences;
+    const errors: string[] = [];
+    for (const method of opts.tokenAuthenticators) {
+      const outcome = await method.authenticateToken(token, audiences);
+      if (outcome.status === 'authenticated') return { authenticated: true, user: withAuthenticatedGroup(outcome.user), method: method.name, audiences: outcome.audiences };
+      if (outcome.status === 'rejected') errors.push(`[${method.name}] ${outcome.error}`);
+    }
+    return { authenticated: false, error: errors.length > 0 ? errors.join(', ') : 'invalid bearer token' };
+  };
+}
 
 export function createAuthenticator(opts: AuthenticatorOptions): Authenticator {
-  const now = opts.now ?? (() => new Date());
-  return async (input) => {
-    if (input.clientCertificateChain.length > 0) {
-      const cert = await authenticateCertificate(input.clientCertificateChain, opts.clientCas, now());
-      if (!cert.ok) return { authenticated: false, error: cert.error };
-      return { authenticated: true, user: withAuthenticatedGroup(cert.user), method: 'x509' };
+  const verifyToken = createTokenVerifier(opts);
+  return async (input, requested) => {
+    const audiences = requested && requested.length > 0 ? requested : opts.apiAudiences;
+    for (const method of opts.requestAuthenticators) {
+      const outcome = await method.authenticateRequest(input, audiences);
+      if (outcome.status === 'authenticated') return { authenticated: true, user: withAuthenticatedGroup(outcome.user), method: method.name, audiences: outcome.audiences };
+      if (outcome.status === 'rejected') return { authenticated: false, error: outcome.error };
     }
     const token = bearerToken(input.headers);
-    if (token !== undefined) {
-      const user = opts.tokens.get(token);
-      if (user) return { authenticated: true, user: withAuthenticatedGroup(user), method: 'token-file' };
-      return { authenticated: false, error: 'invalid bearer token' };
-    }
-    if (opts.anonymous) {
-      return { authenticated: true, user: { username: ANONYMOUS_USER, uid: '', groups: [UNAUTHENTICATED_GROUP], extra: {} }, method: 'anonymous' };
+    if (token !== undefined) return verifyToken(token, audiences);
+    const anonymous = typeof opts.anonymous === 'function' ? opts.anonymous(input.path) : opts.anonymous;
+    if (anonymous) {
+      return { authenticated: true, user: { username: ANONYMOUS_USER, uid: '', groups: [UNAUTHENTICATED_GROUP], extra: {} }, method: 'anonymous', audiences: [...audiences] };
     }
     return { authenticated: false, error: '' };
   };

@@ -4,6 +4,8 @@
  */
 export { start, type AuthnConfig, type AuthnHandle } from './server';
 export { AuthnClient, type AuthenticateInput, type AuthenticateOutcome } from './client';
-export { createAuthenticator, bearerToken, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, type AuthenticationResult } from './authenticator';
-export { parseTokenFile, parseCsvLine, TokenFileError } from './token-file';
+export { createAuthenticator, createTokenVerifier, bearerToken, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, type AuthenticationResult } from './authenticator';
+export type { MethodOutcome, AuthenticationInput, RequestAuthenticator, TokenAuthenticator } from './methods';
+export { parseTokenFile, parseCsvLine, TokenFileError, tokenFileAuthenticator } from './token-file';
+export { clientCertificateAuthenticator } from './x509';
 export { AUTHN_FLAGS } from './flags';

@@ -2,8 +2,9 @@ import * as fs from 'node:fs';
 import { authn } from '@svc/proto';
 import { createLogger, startGrpcServer, toProtoUser, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { createAuthenticator } from './authenticator';
-import { parseTokenFile } from './token-file';
-import { parseCaBundle } from './x509';
+import type { RequestAuthenticator, TokenAuthenticator } from './methods';
+import { parseTokenFile, tokenFileAuthenticator } from './token-file';
+import { clientCertificateAuthenticator, parseCaBundle } from './x509';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -17,6 +18,8 @@ export interface AuthnConfig {
   /** CSV static token file. */
   tokenAuthFile?: string;
   anonymousAuth: boolean;
+  /** The audiences of this server (`--api-audiences`); tokens for none of them are refused. */
+  apiAudiences?: string[];
   logger?: Logger;
 }
 
@@ -30,18 +33,19 @@ export interface AuthnHandle {
 export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   const log = config.logger ?? createLogger('authn');
   const tls = loadInternalTls(config.internalTls);
-  const authenticate = createAuthenticator({
-    clientCas: config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : [],
-    tokens: config.tokenAuthFile ? parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8')) : new Map(),
-    anonymous: config.anonymousAuth,
-  });
+  const requestAuthenticators: RequestAuthenticator[] = [
+    clientCertificateAuthenticator(config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : []),
+  ];
+  const tokenAuthenticators: TokenAuthenticator[] = [];
+  if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
+  const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences: config.apiAudiences ?? [] });
   const implementation: authn.AuthnServer = {
     authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest): Promise<authn.AuthenticateResponse> => {
       const headers: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v.values;
-      const result = await authenticate({ clientCertificateChain: req.clientCertificateChain, headers });
+      const result = await authenticate({ clientCertificateChain: req.clientCertificateChain, headers, path: req.path }, req.audiences);
       if (!result.authenticated) return { authenticated: false, user: undefined, error: result.error, audiences: [], method: '' };
-      return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: req.audiences, method: result.method };
+      return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: result.audiences, method: result.method };
     }),
   };
   const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });

@@ -1,4 +1,5 @@
 import type { UserInfo } from '@svc/apimachinery';
+import { NOT_MINE, type TokenAuthenticator } from './methods';
 
 /**
  * The static token file: CSV lines `token,user,uid[,"group1,group2"]`.
@@ -54,4 +55,15 @@ export function parseTokenFile(content: string): Map<string, UserInfo> {
     tokens.set(token, { username, uid, groups, extra: {} });
   });
   return tokens;
+}
+
+/** The static token file as an authentication method; an unknown token is left to the other methods. */
+export function tokenFileAuthenticator(tokens: Map<string, UserInfo>): TokenAuthenticator {
+  return {
+    name: 'token-file',
+    async authenticateToken(token, audiences) {
+      const user = tokens.get(token);
+      return user ? { status: 'authenticated', user, audiences: [...audiences] } : NOT_MINE;
+    },
+  };
 }

@@ -3,6 +3,7 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import type { UserInfo } from '@svc/apimachinery';
+import { NOT_MINE, rejected, type RequestAuthenticator } from './methods';
 
 /**
  * Client certificate authentication: the subject's common name is the user,
@@ -109,4 +110,20 @@ export async function authenticateCertificate(chainDer: Uint8Array[], roots: x50
   if (!username) return { ok: false, error: 'x509: client certificate has no common name' };
   const groups = leaf.subjectName.getField('O');
   return { ok: true, user: { username, uid: '', groups, extra: {} } };
+}
+
+/**
+ * Client certificates as an authentication method. A presented chain that
+ * does not verify is rejected (401), never passed on to another method.
+ */
+export function clientCertificateAuthenticator(roots: x509.X509Certificate[], now: () => Date = () => new Date()): RequestAuthenticator {
+  return {
+    name: 'x509',
+    async authenticateRequest(input, audiences) {
+      if (input.clientCertificateChain.length === 0) return NOT_MINE;
+      const cert = await authenticateCertificate(input.clientCertificateChain, roots, now());
+      if (!cert.ok) return rejected(cert.error);
+      return { status: 'authenticated', user: cert.user, audiences: [...audiences] };
+    },
+  };
 }
