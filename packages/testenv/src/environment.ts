@@ -29,6 +29,8 @@ export interface EnvironmentOptions {
   /** Also copy service logs here. */
   logStream?: NodeJS.WritableStream;
   readyTimeoutMs?: number;
+  /** Extra flags for one service (for example `{ authn: ['--oidc-issuer-url=…'] }`), after the ones the environment sets. */
+  serviceArgs?: Partial<Record<string, string[]>>;
   /** Extra flags for every service's node process (for example `--cpu-prof`). */
   nodeArgs?: string[];
   /**
@@ -129,7 +131,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       const proc = spawnManaged({
         name,
         command: process.execPath,
-        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args, ...identityArgs(service)],
+        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args, ...identityArgs(service), ...(options.serviceArgs?.[service] ?? [])],
         logFile: path.join(logDir, `${name}.log`),
         ...(options.logStream ? { tee: options.logStream } : {}),
         ...(restart ? { restart } : {}),
