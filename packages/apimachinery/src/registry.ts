@@ -22,6 +22,12 @@ export interface SubresourceDefinition {
   verbs: ResourceVerb[];
   /** Kind served at the subresource; the parent kind when unset. */
   kind?: string;
+  /** Group and version of that kind when they differ from the parent's (a TokenRequest at `serviceaccounts/token`). */
+  group?: string;
+  version?: string;
+  /** Schema and OpenAPI name of a kind that is not itself a resource of the registry. */
+  schema?: Schema;
+  openApiName?: string;
 }
 
 export interface PrinterColumn {
@@ -88,6 +94,11 @@ export interface ResourceDefinition {
   allowUnconditionalUpdate?: boolean;
   /** PUT to a missing object creates it. */
   allowCreateOnUpdate?: boolean;
+  /**
+   * A virtual resource: only `create`, answered by the server from the
+   * request (a review), never stored, listed or watched.
+   */
+  virtual?: boolean;
   /** Rule for `metadata.name`: DNS subdomain (default), DNS label, or any path segment. */
   nameValidation?: 'dns-subdomain' | 'dns-label' | 'path-segment';
 }

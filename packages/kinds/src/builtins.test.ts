@@ -30,7 +30,7 @@ function structuralProblems(schema: Schema, path: string): string[] {
 }
 
 describe('builtinResources', () => {
-  it('describes the ten built-in kinds with upstream names', () => {
+  it('describes the built-in kinds with upstream names', () => {
     expect(defs.map((d) => `${d.group}/${d.version}/${d.plural}:${d.kind}`)).toEqual([
       '/v1/namespaces:Namespace',
       '/v1/configmaps:ConfigMap',
@@ -42,11 +42,17 @@ describe('builtinResources', () => {
       '/v1/endpoints:Endpoints',
       '/v1/events:Event',
       'coordination.svc.io/v1/leases:Lease',
+      'authentication.svc.io/v1/tokenreviews:TokenReview',
+      'authentication.svc.io/v1/selfsubjectreviews:SelfSubjectReview',
+      'authentication.svc.io/v1beta1/tokenreviews:TokenReview',
+      'authentication.svc.io/v1beta1/selfsubjectreviews:SelfSubjectReview',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
       namespaces: ['ns'],
       configmaps: ['cm'],
       secrets: [],
+      selfsubjectreviews: [],
+      tokenreviews: [],
       serviceaccounts: ['sa'],
       pods: ['po'],
       services: ['svc'],
@@ -56,7 +62,8 @@ describe('builtinResources', () => {
       leases: [],
     });
     expect(defs.filter((d) => d.categories.includes('all')).map((d) => d.plural)).toEqual(['pods', 'services']);
-    expect(defs.filter((d) => !d.namespaced).map((d) => d.plural)).toEqual(['namespaces', 'nodes']);
+    expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual(['namespaces', 'nodes']);
+    expect(defs.filter((d) => d.virtual).every((d) => !d.namespaced && d.verbs.join() === 'create')).toBe(true);
     for (const d of defs) {
       expect(d.listKind).toBe(`${d.kind}List`);
       expect(d.openApiName).toBe(`io.svc.api.${d.group ? d.group.split('.')[0] : 'core'}.${d.version}.${d.kind}`);

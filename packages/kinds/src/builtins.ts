@@ -1,4 +1,5 @@
 import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
+import { authenticationDefinitions } from './authentication';
 import { configMapDefinition } from './config-map';
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
@@ -23,6 +24,7 @@ export function builtinResources(): ResourceDefinition[] {
     endpointsDefinition(),
     eventDefinition(),
     leaseDefinition(),
+    ...authenticationDefinitions(),
   ];
 }
 

@@ -44,3 +44,4 @@ export { NODE_ROLE_LABEL_PREFIX, NODE_SCHEMA, nodeDefinition } from './node';
 export { ENDPOINTS_SCHEMA, endpointsDefinition } from './endpoints';
 export { EVENT_SCHEMA, eventDefinition } from './event';
 export { LEASE_GROUP, LEASE_SCHEMA, leaseDefinition } from './lease';
+export { AUTHENTICATION_GROUP, SELF_SUBJECT_REVIEW_SCHEMA, TOKEN_REQUEST_SCHEMA, TOKEN_REVIEW_SCHEMA, authenticationDefinitions } from './authentication';

@@ -1,5 +1,6 @@
 import type { ApiObject, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
+import { AUTHENTICATION_GROUP, TOKEN_REQUEST_SCHEMA } from './authentication';
 import { duplicate, indexPath } from './field-errors';
 import { asList, asRecord, asString } from './object-access';
 import { OBJECT_REFERENCE_SCHEMA, localObjectReference, objectSchema } from './object-meta';
@@ -40,7 +41,17 @@ export function serviceAccountDefinition(): ResourceDefinition {
     categories: [],
     namespaced: true,
     verbs: [...STANDARD_VERBS],
-    subresources: [],
+    subresources: [
+      {
+        name: 'token',
+        verbs: ['create'],
+        kind: 'TokenRequest',
+        group: AUTHENTICATION_GROUP,
+        version: 'v1',
+        schema: TOKEN_REQUEST_SCHEMA,
+        openApiName: 'io.svc.api.authentication.v1.TokenRequest',
+      },
+    ],
     schema: SERVICE_ACCOUNT_SCHEMA,
     printerColumns: [
       {

@@ -16,6 +16,9 @@ export interface ApiResource {
   namespaced: boolean;
   kind: string;
   verbs: string[];
+  /** Group and version of `kind` when they differ from the list's (a subresource of another group's kind). */
+  group?: string;
+  version?: string;
   shortNames?: string[];
   categories?: string[];
   storageVersionHash?: string;
@@ -78,13 +81,18 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
       namespaced: def.namespaced,
       kind: def.kind,
       verbs: [...def.verbs],
-      storageVersionHash: storageVersionHash(def),
     };
+    // Reviews are never stored, so they have no storage version.
+    if (!def.virtual) resource.storageVersionHash = storageVersionHash(def);
     if (def.shortNames.length > 0) resource.shortNames = [...def.shortNames];
     if (def.categories.length > 0) resource.categories = [...def.categories];
     resources.push(resource);
     for (const sub of def.subresources) {
-      resources.push({ name: `${def.plural}/${sub.name}`, singularName: '', namespaced: def.namespaced, kind: sub.kind ?? def.kind, verbs: [...sub.verbs] });
+      const entry: ApiResource = { name: `${def.plural}/${sub.name}`, singularName: '', namespaced: def.namespaced, kind: sub.kind ?? def.kind, verbs: [...sub.verbs] };
+      if (sub.group !== undefined && sub.group !== def.group) entry.group = sub.group;
+      if (sub.version !== undefined && sub.version !== def.version) entry.version = sub.version;
+      if (entry.group !== undefined && entry.version === undefined) entry.version = sub.version ?? def.version;
+      resources.push(entry);
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources };

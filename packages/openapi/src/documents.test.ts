@@ -231,6 +231,8 @@ describe('documents follow the registry', () => {
       paths: {
         'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=core-v1' },
         'apis/coordination.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/coordination.svc.io/v1?hash=coordination.svc.io-v1' },
+        'apis/authentication.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1?hash=authentication.svc.io-v1' },
+        'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
       },
     });
   });
@@ -304,6 +306,16 @@ describe('discovery documents', () => {
           versions: [{ groupVersion: 'coordination.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'coordination.svc.io/v1', version: 'v1' },
         },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'authentication.svc.io',
+          versions: [
+            { groupVersion: 'authentication.svc.io/v1', version: 'v1' },
+            { groupVersion: 'authentication.svc.io/v1beta1', version: 'v1beta1' },
+          ],
+          preferredVersion: { groupVersion: 'authentication.svc.io/v1', version: 'v1' },
+        },
       ],
     });
     expect(apiGroup(registry, 'coordination.svc.io').preferredVersion.version).toBe('v1');
@@ -313,5 +325,24 @@ describe('discovery documents', () => {
       serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }],
     });
     expect(apiResourceList(registry, 'coordination.svc.io', 'v1').groupVersion).toBe('coordination.svc.io/v1');
+  });
+
+  it('lists reviews as create-only and the token subresource with its own group', () => {
+    expect(apiResourceList(registry, 'authentication.svc.io', 'v1').resources).toEqual([
+      { name: 'tokenreviews', singularName: 'tokenreview', namespaced: false, kind: 'TokenReview', verbs: ['create'] },
+      { name: 'selfsubjectreviews', singularName: 'selfsubjectreview', namespaced: false, kind: 'SelfSubjectReview', verbs: ['create'] },
+    ]);
+    const token = apiResourceList(registry, '', 'v1').resources.find((r) => r.name === 'serviceaccounts/token');
+    expect(token).toEqual({ name: 'serviceaccounts/token', singularName: '', namespaced: true, kind: 'TokenRequest', group: 'authentication.svc.io', version: 'v1', verbs: ['create'] });
+  });
+
+  it('documents the token subresource with the TokenRequest definition', () => {
+    const v3 = openApiV3GroupVersion(registry, '', 'v1');
+    const post = get(v3, 'paths', '/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token', 'post');
+    expect(get(post, 'x-kubernetes-group-version-kind')).toEqual({ group: 'authentication.svc.io', kind: 'TokenRequest', version: 'v1' });
+    expect(get(v3, 'components', 'schemas', 'io.svc.api.authentication.v1.TokenRequest', 'properties', 'spec', 'properties', 'expirationSeconds', 'format')).toBe('int64');
+    const reviews = openApiV3GroupVersion(registry, 'authentication.svc.io', 'v1');
+    expect(Object.keys(obj(reviews['paths'])).sort()).toEqual(['/apis/authentication.svc.io/v1/selfsubjectreviews', '/apis/authentication.svc.io/v1/tokenreviews']);
+    expect(get(reviews, 'components', 'schemas', 'io.svc.api.authentication.v1.TokenReviewList')).toBeUndefined();
   });
 });

@@ -15,7 +15,7 @@ function gvk(group: string, version: string, kind: string): JsonObject {
   return { group, kind, version };
 }
 
-export function kindDefinition(def: ResourceDefinition, dialect: Dialect): JsonObject {
+export function kindDefinition(def: Pick<ResourceDefinition, 'schema' | 'kind' | 'group' | 'version'>, dialect: Dialect): JsonObject {
   const out = convertSchema(def.schema, dialect);
   if (out['type'] === undefined) out['type'] = 'object';
   if (out['description'] === undefined) out['description'] = `${def.kind} (${def.group ? `${def.group}/` : ''}${def.version}).`;
@@ -48,7 +48,17 @@ export function listDefinition(def: ResourceDefinition, dialect: Dialect): JsonO
   return out;
 }
 
-/** Both definitions of a kind, keyed by definition name. */
+/**
+ * The definitions of a kind, keyed by definition name: the kind, its list
+ * (not for reviews, which are never listed), and the kinds its subresources
+ * serve that are not resources of their own (TokenRequest).
+ */
 export function definitionsOf(def: ResourceDefinition, dialect: Dialect): Record<string, JsonObject> {
-  return { [def.openApiName]: kindDefinition(def, dialect), [listDefinitionName(def)]: listDefinition(def, dialect) };
+  const out: Record<string, JsonObject> = { [def.openApiName]: kindDefinition(def, dialect) };
+  if (!def.virtual) out[listDefinitionName(def)] = listDefinition(def, dialect);
+  for (const sub of def.subresources) {
+    if (!sub.schema || !sub.openApiName || !sub.kind) continue;
+    out[sub.openApiName] = kindDefinition({ schema: sub.schema, kind: sub.kind, group: sub.group ?? def.group, version: sub.version ?? def.version }, dialect);
+  }
+  return out;
 }

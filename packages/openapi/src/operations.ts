@@ -276,8 +276,8 @@ export function kindPaths(def: ResourceDefinition, registry?: ResourceRegistry):
   for (const sub of def.subresources) {
     const subKind = sub.kind ?? def.kind;
     const subDef = subKind === def.kind ? def : registry?.lookupKind(def.group, def.version, subKind);
-    const subSchema = subDef ? definition(subDef.openApiName) : ANY_OBJECT;
-    const subGvk: GroupVersionKind = { group: def.group, version: def.version, kind: subKind };
+    const subSchema = sub.openApiName ? definition(sub.openApiName) : subDef ? definition(subDef.openApiName) : ANY_OBJECT;
+    const subGvk: GroupVersionKind = { group: sub.group ?? def.group, version: sub.version ?? def.version, kind: subKind };
     const word = `${scope}${def.kind}${sub.name[0]!.toUpperCase()}${sub.name.slice(1)}`;
     const ops: Operation[] = [];
     if (sub.verbs.includes('get')) {
@@ -306,6 +306,24 @@ export function kindPaths(def: ResourceDefinition, registry?: ResourceRegistry):
           responses: [
             { code: '200', description: 'OK', schema: subSchema },
             { code: '201', description: 'Created', schema: subSchema },
+          ],
+        }),
+      );
+    }
+    if (sub.verbs.includes('create')) {
+      ops.push(
+        op({
+          method: 'post',
+          operationId: `create${gv}${word}`,
+          description: `create ${sub.name} of a ${def.kind}`,
+          action: 'post',
+          query: [...WRITE_QUERY],
+          gvk: subGvk,
+          body: { schema: subSchema, mediaTypes: [...OBJECT_MEDIA_TYPES] },
+          responses: [
+            { code: '200', description: 'OK', schema: subSchema },
+            { code: '201', description: 'Created', schema: subSchema },
+            { code: '202', description: 'Accepted', schema: subSchema },
           ],
         }),
       );

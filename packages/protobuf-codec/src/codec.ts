@@ -13,6 +13,13 @@ export const PROTOBUF_PREFIX = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 const PACKAGES: Record<string, string> = {
   v1: 'svc.api.core.v1',
   'coordination.svc.io/v1': 'svc.api.coordination.v1',
+  'authentication.svc.io/v1': 'svc.api.authentication.v1',
+  'authentication.svc.io/v1beta1': 'svc.api.authentication.v1beta1',
+  // Clients built against the upstream type names send these in the
+  // envelope (a TokenRequest to serviceaccounts/<name>/token, a
+  // SelfSubjectReview); the messages are the same.
+  'authentication.k8s.io/v1': 'svc.api.authentication.v1',
+  'authentication.k8s.io/v1beta1': 'svc.api.authentication.v1beta1',
 };
 
 /** Kinds of the meta group that any group/version may return (errors). */

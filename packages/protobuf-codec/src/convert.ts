@@ -30,6 +30,14 @@ const QUANTITY = 'svc.api.resource.Quantity';
 const INT_OR_STRING = 'svc.api.intstr.IntOrString';
 const RAW_EXTENSION = 'svc.api.runtime.RawExtension';
 
+/**
+ * Messages that only wrap a list of strings (`items`), written in JSON as
+ * the bare list: the values of a user's `extra` map.
+ */
+function isStringListWrapper(desc: DescMessage): boolean {
+  return desc.name === 'ExtraValue';
+}
+
 /** Fields that travel in the envelope's TypeMeta, not in the message. */
 const TYPE_META_FIELDS = new Set(['apiVersion', 'kind']);
 
@@ -144,6 +152,10 @@ function enumUnsupported(path: string): never {
 
 function messageFromJson(desc: DescMessage, v: JsonValue, path: string): ReflectMessage {
   const msg = reflect(desc);
+  if (isStringListWrapper(desc)) {
+    setField(msg, field(desc, 'items'), v, path);
+    return msg;
+  }
   switch (desc.typeName) {
     case TIME:
     case MICRO_TIME: {
@@ -268,6 +280,7 @@ function scalarToJson(v: unknown, keepEmpty = false): JsonValue | undefined {
 
 function messageValueToJson(msg: ReflectMessage): JsonValue | undefined {
   const desc = msg.desc;
+  if (isStringListWrapper(desc)) return fieldToJson(msg, field(desc, 'items')) ?? [];
   switch (desc.typeName) {
     case TIME:
     case MICRO_TIME: {

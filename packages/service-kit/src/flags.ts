@@ -96,3 +96,24 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
     },
   };
 }
+
+const DURATION_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration in the form the original server's flags take (`2m0s`, `1h`,
+ * `90s`, `500ms`, `0`), in milliseconds. A plain number is refused except 0,
+ * as there it would be ambiguous.
+ */
+export function parseDuration(value: string, flag: string): number {
+  const text = value.trim();
+  if (text === '0') return 0;
+  const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    consumed = re.lastIndex;
+  }
+  if (text === '' || consumed !== text.length) throw new FlagError(`--${flag}: invalid duration ${JSON.stringify(value)} (examples: 2m0s, 1h, 90s, 500ms)`);
+  return total;
+}

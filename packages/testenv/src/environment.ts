@@ -55,6 +55,9 @@ export interface Environment {
   stop(removeData?: boolean): Promise<void>;
 }
 
+/** The issuer (and default audience) of the environment's service-account tokens. */
+export const SERVICE_ACCOUNT_ISSUER = 'https://svc.default.svc';
+
 function serviceMain(service: string): string {
   return path.join(path.dirname(require.resolve(`@svc/${service}/package.json`)), 'dist', 'main.js');
 }
@@ -145,7 +148,15 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       }
     };
     await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage')], addresses['storage'] as string);
-    const authnArgs = [`--listen=${addresses['authn']}`, `--client-ca-file=${pki.caCert}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`];
+    const authnArgs = [
+      `--listen=${addresses['authn']}`,
+      `--client-ca-file=${pki.caCert}`,
+      `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`,
+      `--storage-address=${addresses['storage']}`,
+      `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      `--service-account-key-file=${pki.serviceAccountKey}`,
+    ];
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
     await launch('authn', 'authn', authnArgs, addresses['authn'] as string);

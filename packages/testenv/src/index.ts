@@ -7,5 +7,5 @@ export { freePort, waitForPort } from './ports';
 export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions, type RestartPolicy } from './process';
 export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, type NatsInstance, type NatsServerConfigOptions, type ServerTlsFiles } from './backends';
-export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
-export { startEnvironment, type Environment, type EnvironmentOptions } from './environment';
+export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
+export { startEnvironment, SERVICE_ACCOUNT_ISSUER, type Environment, type EnvironmentOptions } from './environment';

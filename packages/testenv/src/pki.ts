@@ -16,6 +16,8 @@ export interface Pki {
   servingKey: string;
   adminCert: string;
   adminKey: string;
+  /** RSA private key that signs service-account tokens (its public half verifies them). */
+  serviceAccountKey: string;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -93,6 +95,7 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
     servingKey: path.join(dir, 'serving.key'),
     adminCert: path.join(dir, 'admin.crt'),
     adminKey: path.join(dir, 'admin.key'),
+    serviceAccountKey: path.join(dir, 'service-account.key'),
   };
   ensureCa(dir, 'ca', '/CN=svc-ca');
   if (!fs.existsSync(pki.servingCert)) {
@@ -100,6 +103,10 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
   }
   if (!fs.existsSync(pki.adminCert)) {
     issue(dir, 'admin', '/O=system:masters/CN=svc-admin', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  }
+  if (!fs.existsSync(pki.serviceAccountKey)) {
+    openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'service-account.key'], dir);
+    fs.chmodSync(pki.serviceAccountKey, 0o600);
   }
   return pki;
 }
@@ -114,6 +121,16 @@ export function issueClientCertificate(pki: Pki, name: string, user: string, gro
 /** A kubeconfig with everything embedded, usable by kubectl and the client libraries. */
 export function kubeconfig(server: string, caCert: string, clientCert: string, clientKey: string, user = 'svc-admin'): string {
   const b64 = (file: string): string => fs.readFileSync(file).toString('base64');
+  return kubeconfigWith(server, caCert, user, [`    client-certificate-data: ${b64(clientCert)}`, `    client-key-data: ${b64(clientKey)}`]);
+}
+
+/** A kubeconfig whose user authenticates with a bearer token. */
+export function tokenKubeconfig(server: string, caCert: string, token: string, user = 'token-user'): string {
+  return kubeconfigWith(server, caCert, user, [`    token: ${token}`]);
+}
+
+function kubeconfigWith(server: string, caCert: string, user: string, credentials: string[]): string {
+  const b64 = (file: string): string => fs.readFileSync(file).toString('base64');
   return [
     'apiVersion: v1',
     'kind: Config',
@@ -125,8 +142,7 @@ export function kubeconfig(server: string, caCert: string, clientCert: string, c
     'users:',
     `- name: ${user}`,
     '  user:',
-    `    client-certificate-data: ${b64(clientCert)}`,
-    `    client-key-data: ${b64(clientKey)}`,
+    ...credentials,
     'contexts:',
     '- name: svc',
     '  context:',

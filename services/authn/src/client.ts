@@ -10,7 +10,22 @@ export interface AuthenticateInput {
   remoteAddress: string;
 }
 
-export type AuthenticateOutcome = { authenticated: true; user: UserInfo; method: string } | { authenticated: false; error: string };
+export type AuthenticateOutcome = { authenticated: true; user: UserInfo; method: string; audiences: string[] } | { authenticated: false; error: string };
+
+export interface IssueTokenInput {
+  namespace: string;
+  serviceAccountName: string;
+  serviceAccountUid: string;
+  /** Empty: the server's own audiences. */
+  audiences: string[];
+  expirationSeconds: number;
+  boundObject?: { kind: string; apiVersion: string; name: string; uid: string };
+}
+
+function outcome(res: authn.AuthenticateResponse): AuthenticateOutcome {
+  if (!res.authenticated) return { authenticated: false, error: res.error };
+  return { authenticated: true, user: fromProtoUser(res.user), method: res.method, audiences: res.audiences };
+}
 
 /** Typed client of the authentication service. */
 export class AuthnClient {
@@ -33,7 +48,17 @@ export class AuthnClient {
       { clientCertificateChain: input.clientCertificateChain.map((c) => Buffer.from(c)), headers, method: input.method, path: input.path, remoteAddress: input.remoteAddress, audiences: [] },
       opts,
     );
-    if (!res.authenticated) return { authenticated: false, error: res.error };
-    return { authenticated: true, user: fromProtoUser(res.user), method: res.method };
+    return outcome(res);
+  }
+
+  /** A TokenReview: whether `token` authenticates, by the token methods only. */
+  async reviewToken(token: string, audiences: string[], opts?: CallOptions): Promise<AuthenticateOutcome> {
+    return outcome(await callUnary('authn', this.client.reviewToken.bind(this.client), { token, audiences }, opts));
+  }
+
+  /** Signs a service-account token; the caller has checked the account and the bound object. */
+  async issueServiceAccountToken(input: IssueTokenInput, opts?: CallOptions): Promise<{ token: string; expires: Date }> {
+    const res = await callUnary('authn', this.client.issueServiceAccountToken.bind(this.client), { ...input, boundObject: input.boundObject }, opts);
+    return { token: res.token, expires: new Date(res.expirationUnix * 1000) };
   }
 }

@@ -1,10 +1,18 @@
-import { INTERNAL_TLS_FLAGS, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import type { ServiceAccountConfig } from './server';
 
 export const AUTHN_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7102' },
   'client-ca-file': { description: 'PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)', default: '' },
   'token-auth-file': { description: 'Static token file: CSV of token,user,uid[,"group1,group2"]', default: '' },
+  'storage-address': { description: 'gRPC address of the storage service, for methods that read objects (service-account lookup, bootstrap tokens)', default: '' },
+  'api-audiences': { description: 'Comma-separated audiences of this API; tokens for none of them are refused. Default: the first --service-account-issuer', default: '' },
+  'service-account-issuer': { description: 'Issuer (iss) of service-account tokens; repeat to accept several, the first signs new tokens', repeated: true },
+  'service-account-key-file': { description: 'PEM file of public or private keys that verify service-account tokens; repeatable (rotation). Default: the signing key', repeated: true },
+  'service-account-signing-key-file': { description: 'PEM private key (RSA or ECDSA) that signs service-account tokens (TokenRequest)', default: '' },
+  'service-account-max-token-expiration': { description: 'Longest lifetime of a requested service-account token (Go duration, 0 = no cap); longer requests are shortened to it', default: '0' },
+  'service-account-lookup': { description: 'Reject service-account tokens whose account or bound object no longer exists (true|false)', boolean: true, default: 'true' },
   'anonymous-auth': {
     description: 'Treat requests without credentials as system:anonymous (true|false). Unset: on unless --authorization-mode names AlwaysAllow',
     boolean: true,
@@ -29,4 +37,27 @@ export function anonymousAuthEnabled(flags: ParsedFlags): boolean {
     .split(',')
     .map((m) => m.trim())
     .includes('AlwaysAllow');
+}
+
+/** The service-account settings of the flags, or undefined when no issuer is set. */
+export function serviceAccountConfig(flags: ParsedFlags): ServiceAccountConfig | undefined {
+  const issuers = flags.getAll('service-account-issuer').filter(Boolean);
+  if (issuers.length === 0) return undefined;
+  const config: ServiceAccountConfig = {
+    issuers,
+    keyFiles: flags.getAll('service-account-key-file').filter(Boolean),
+    maxTokenExpirationSeconds: Math.floor(parseDuration(flags.get('service-account-max-token-expiration'), 'service-account-max-token-expiration') / 1000),
+    lookup: flags.getBool('service-account-lookup'),
+  };
+  if (flags.get('service-account-signing-key-file')) config.signingKeyFile = flags.get('service-account-signing-key-file');
+  return config;
+}
+
+/** `--api-audiences` as a list. */
+export function apiAudiences(flags: ParsedFlags): string[] {
+  return flags
+    .get('api-audiences')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
 }

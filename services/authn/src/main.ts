@@ -1,10 +1,14 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
-import { AUTHN_FLAGS, anonymousAuthEnabled } from './flags';
+import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, serviceAccountConfig } from './flags';
 import { start } from './server';
 
 runMain('authn', AUTHN_FLAGS, (flags) => {
   const config: Parameters<typeof start>[0] = { listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), anonymousAuth: anonymousAuthEnabled(flags) };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   if (flags.get('token-auth-file')) config.tokenAuthFile = flags.get('token-auth-file');
+  if (flags.get('storage-address')) config.storageAddress = flags.get('storage-address');
+  const serviceAccounts = serviceAccountConfig(flags);
+  if (serviceAccounts) config.serviceAccounts = serviceAccounts;
+  config.apiAudiences = apiAudiences(flags);
   return start(config);
 });

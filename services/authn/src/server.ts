@@ -1,13 +1,29 @@
 import * as fs from 'node:fs';
+import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { authn } from '@svc/proto';
 import { createLogger, startGrpcServer, toProtoUser, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
-import { createAuthenticator } from './authenticator';
+import { StorageClient } from '@svc/storage/client';
+import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
 import type { RequestAuthenticator, TokenAuthenticator } from './methods';
+import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
 import { parseTokenFile, tokenFileAuthenticator } from './token-file';
 import { clientCertificateAuthenticator, parseCaBundle } from './x509';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
+
+export interface ServiceAccountConfig {
+  /** `--service-account-issuer`: the first is written into new tokens; all are accepted. */
+  issuers: string[];
+  /** `--service-account-key-file`: PEM files of keys that verify tokens (public or private keys). */
+  keyFiles: string[];
+  /** `--service-account-signing-key-file`: the private key new tokens are signed with. */
+  signingKeyFile?: string;
+  /** `--service-account-max-token-expiration` in seconds; 0 = no cap. */
+  maxTokenExpirationSeconds: number;
+  /** `--service-account-lookup`: reject tokens whose account or bound object is gone (needs `storageAddress`). */
+  lookup: boolean;
+}
 
 export interface AuthnConfig {
   listen: string;
@@ -18,8 +34,11 @@ export interface AuthnConfig {
   /** CSV static token file. */
   tokenAuthFile?: string;
   anonymousAuth: boolean;
-  /** The audiences of this server (`--api-audiences`); tokens for none of them are refused. */
+  /** The audiences of this server (`--api-audiences`); defaults to the first service-account issuer. */
   apiAudiences?: string[];
+  serviceAccounts?: ServiceAccountConfig;
+  /** The storage service, for methods that read objects (service-account lookup, bootstrap tokens). */
+  storageAddress?: string;
   logger?: Logger;
 }
 
@@ -29,26 +48,92 @@ export interface AuthnHandle {
   close(): Promise<void>;
 }
 
+/** Objects read from storage for the lookup; undefined when missing. */
+function storageLookup(storage: StorageClient): ObjectLookup {
+  return async (resource, namespace, name) => {
+    try {
+      return (await storage.get({ group: '', resource, namespace, name })).object as ApiObject;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return undefined;
+      throw err;
+    }
+  };
+}
+
+function serviceAccountMethod(config: ServiceAccountConfig, apiAudiences: string[], storage: StorageClient | undefined): ServiceAccountTokens {
+  const signingKey = config.signingKeyFile ? parseSigningKey(fs.readFileSync(config.signingKeyFile, 'utf8'), config.signingKeyFile) : undefined;
+  const verificationKeys: TokenKey[] = config.keyFiles.flatMap((file) => parseVerificationKeys(fs.readFileSync(file, 'utf8'), file));
+  // The signing key's public half always verifies what this server signs.
+  if (signingKey && config.keyFiles.length === 0 && config.signingKeyFile) verificationKeys.push(...parseVerificationKeys(fs.readFileSync(config.signingKeyFile, 'utf8'), config.signingKeyFile));
+  if (config.lookup && !storage) throw new Error('--service-account-lookup needs --storage-address');
+  return serviceAccountTokens({
+    issuers: config.issuers,
+    apiAudiences,
+    ...(signingKey ? { signingKey } : {}),
+    verificationKeys,
+    maxExpirationSeconds: config.maxTokenExpirationSeconds,
+    ...(config.lookup && storage ? { lookup: storageLookup(storage) } : {}),
+  });
+}
+
+function toResponse(result: AuthenticationResult): authn.AuthenticateResponse {
+  if (!result.authenticated) return { authenticated: false, user: undefined, error: result.error, audiences: [], method: '' };
+  return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: result.audiences, method: result.method };
+}
+
 /** Starts the authentication service. */
 export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   const log = config.logger ?? createLogger('authn');
   const tls = loadInternalTls(config.internalTls);
+  const storage = config.storageAddress ? new StorageClient(config.storageAddress, tls) : undefined;
+  const sa = config.serviceAccounts;
+  const apiAudiences = config.apiAudiences && config.apiAudiences.length > 0 ? config.apiAudiences : sa?.issuers.slice(0, 1) ?? [];
   const requestAuthenticators: RequestAuthenticator[] = [
     clientCertificateAuthenticator(config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : []),
   ];
   const tokenAuthenticators: TokenAuthenticator[] = [];
   if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
-  const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences: config.apiAudiences ?? [] });
+  const serviceAccounts = sa && sa.issuers.length > 0 ? serviceAccountMethod(sa, apiAudiences, storage) : undefined;
+  if (serviceAccounts) tokenAuthenticators.push(serviceAccounts);
+  const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences });
+  const verifyToken = createTokenVerifier({ tokenAuthenticators, apiAudiences });
+
+  const logged = (result: AuthenticationResult, requestId: string): AuthenticationResult => {
+    if (!result.authenticated && result.error !== '') log.info('authentication failed', { requestId, error: result.error });
+    return result;
+  };
   const implementation: authn.AuthnServer = {
-    authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest): Promise<authn.AuthenticateResponse> => {
+    authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest, ctx): Promise<authn.AuthenticateResponse> => {
       const headers: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v.values;
-      const result = await authenticate({ clientCertificateChain: req.clientCertificateChain, headers, path: req.path }, req.audiences);
-      if (!result.authenticated) return { authenticated: false, user: undefined, error: result.error, audiences: [], method: '' };
-      return { authenticated: true, user: toProtoUser(result.user), error: '', audiences: result.audiences, method: result.method };
+      return toResponse(logged(await authenticate({ clientCertificateChain: req.clientCertificateChain, headers, path: req.path }, req.audiences), ctx.requestId));
+    }),
+    reviewToken: unary(log, 'ReviewToken', async (req: authn.ReviewTokenRequest, ctx): Promise<authn.AuthenticateResponse> => {
+      if (req.token === '') return toResponse({ authenticated: false, error: 'token is empty' });
+      return toResponse(logged(await verifyToken(req.token, req.audiences), ctx.requestId));
+    }),
+    issueServiceAccountToken: unary(log, 'IssueServiceAccountToken', async (req: authn.IssueTokenRequest): Promise<authn.IssueTokenResponse> => {
+      if (!serviceAccounts) throw ApiError.serviceUnavailable('service account tokens are not configured on this server (--service-account-issuer and --service-account-signing-key-file)');
+      const bound = req.boundObject;
+      const issued = await serviceAccounts.issue({
+        namespace: req.namespace,
+        name: req.serviceAccountName,
+        uid: req.serviceAccountUid,
+        audiences: req.audiences,
+        expirationSeconds: req.expirationSeconds,
+        ...(bound && (bound.kind === 'Pod' || bound.kind === 'Secret') ? { bound: { kind: bound.kind, name: bound.name, uid: bound.uid } } : {}),
+      });
+      return { token: issued.token, expirationUnix: Math.floor(issued.expires.getTime() / 1000) };
     }),
   };
   const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
-  log.info('authn listening', { address: server.address });
-  return { address: server.address, port: server.port, close: () => server.close() };
+  log.info('authn listening', { address: server.address, methods: tokenAuthenticators.map((m) => m.name) });
+  return {
+    address: server.address,
+    port: server.port,
+    close: async () => {
+      await server.close();
+      storage?.close();
+    },
+  };
 }

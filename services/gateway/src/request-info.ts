@@ -27,6 +27,26 @@ export interface RequestInfo {
   segments: string[];
   /** The query, parsed once from the request target; handlers read their parameters here. */
   query: URLSearchParams;
+  /**
+   * The group as the path named it, when that was the upstream name of one
+   * of our groups (`authentication.k8s.io` for `authentication.svc.io`).
+   * `apiGroup` is always our name; answers that echo a kind (reviews) use
+   * the client's.
+   */
+  requestedGroup?: string;
+}
+
+/** The upstream suffix of API group names, and ours. */
+const UPSTREAM_GROUP_SUFFIX = '.k8s.io';
+const GROUP_SUFFIX = '.svc.io';
+
+/**
+ * Our name of a group a client built against upstream type names may use in
+ * a path or an apiVersion (`authentication.k8s.io` → `authentication.svc.io`);
+ * other names unchanged.
+ */
+export function canonicalGroup(group: string): string {
+  return group.endsWith(UPSTREAM_GROUP_SUFFIX) ? `${group.slice(0, -UPSTREAM_GROUP_SUFFIX.length)}${GROUP_SUFFIX}` : group;
 }
 
 // Subresources of a namespace, addressed as /namespaces/<name>/<sub>.
@@ -125,7 +145,9 @@ export function parseRequestInfo(method: string, segments: string[], query: URLS
   parts = parts.slice(1);
   if (prefix === 'apis') {
     if (parts.length < 3) return info; // /apis, /apis/<group>, /apis/<group>/<version>: discovery
-    info.apiGroup = parts[0] as string;
+    const named = parts[0] as string;
+    info.apiGroup = canonicalGroup(named);
+    if (info.apiGroup !== named) info.requestedGroup = named;
     parts = parts.slice(1);
   } else if (parts.length < 2) {
     return info; // /api, /api/v1: discovery

@@ -10,6 +10,7 @@ import { handleGet } from './handlers/get';
 import { handleHealth } from './handlers/health';
 import { handleList } from './handlers/list';
 import { handlePatch } from './handlers/patch';
+import { computedHandler } from './handlers/reviews';
 import { handleUpdate } from './handlers/update';
 import { handleWatch } from './handlers/watch';
 import type { ResourceHandler } from './handlers/common';
@@ -76,7 +77,11 @@ export function buildRouter(deps: GatewayDeps): Handler {
     if (!handler || !(allowedVerbs as string[]).includes(info.verb)) {
       throw ApiError.methodNotAllowed(`the server does not allow this method on the requested resource`);
     }
-    await handler(req, res, { deps, def, info });
+    const r = { deps, def, info };
+    const computed = computedHandler(r);
+    if (computed) return computed(req, res, r);
+    if (def.virtual) throw ApiError.methodNotAllowed(`the server does not allow this method on the requested resource`);
+    await handler(req, res, r);
   };
 }
 
