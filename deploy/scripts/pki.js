@@ -12,7 +12,7 @@
 //     internal edge (gRPC, etcd, NATS) checks.
 // Each consumer then gets only the files it needs, never a CA key:
 //   gateway             serving.crt serving.key client-ca.crt + internal files
-//   authn               client-ca.crt + internal files
+//   authn               client-ca.crt service-account.key + internal files
 //   storage authz admission watch-fanout etcd nats   internal files
 //   controller-manager  controller-manager.kubeconfig
 // where the internal files are internal-ca.crt, tls.crt and tls.key (the
@@ -127,7 +127,7 @@ function consumerFiles(pki, internal, cmKubeconfig, natsConf) {
     files[identity] = { 'internal-ca.crt': internal.caCert, 'tls.crt': own.cert, 'tls.key': own.key };
   }
   Object.assign(files.gateway, { 'serving.crt': pki.servingCert, 'serving.key': pki.servingKey, 'client-ca.crt': pki.caCert });
-  Object.assign(files.authn, { 'client-ca.crt': pki.caCert });
+  Object.assign(files.authn, { 'client-ca.crt': pki.caCert, 'service-account.key': pki.serviceAccountKey });
   files.nats['nats.conf'] = natsConf;
   files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig };
   return files;

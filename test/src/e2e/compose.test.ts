@@ -531,6 +531,7 @@ describe('deploy/kubernetes', () => {
         'gateway -> storage:7101',
         'admission -> storage:7101',
         'watch-fanout -> storage:7101',
+        'authn -> storage:7101',
         'gateway -> authn:7102',
         'gateway -> authz:7103',
         'gateway -> admission:7104',
@@ -635,6 +636,7 @@ describe('deploy/scripts', () => {
       expect(fs.readdirSync(path.join(exportDir, 'gateway')).sort()).toEqual(['client-ca.crt', 'internal-ca.crt', 'serving.crt', 'serving.key', 'tls.crt', 'tls.key']);
       expect(fs.readFileSync(path.join(exportDir, 'nats', 'nats.conf'), 'utf8')).toMatch(/verify_and_map/);
       expect(fs.readdirSync(path.join(exportDir, 'controller-manager'))).toEqual(['controller-manager.kubeconfig']);
+      expect(fs.readdirSync(path.join(exportDir, 'authn')).sort()).toEqual(['client-ca.crt', 'internal-ca.crt', 'service-account.key', 'tls.crt', 'tls.key']);
       // The client-facing CA does not verify internal certificates.
       expect((await runIn(exportDir, 'openssl', ['verify', '-CAfile', path.join(dir, 'ca.crt'), path.join('storage', 'tls.crt')])).code).not.toBe(0);
       const ca = fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8');

@@ -10,18 +10,19 @@ export interface HttpResponse {
   json(): Record<string, unknown>;
 }
 
-/** Raw HTTPS requests as the admin, for what clients cannot be made to send. */
-export function adminRequest(env: Environment, method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
+type Credentials = { cert: Buffer; key: Buffer } | { token: string };
+
+function send(env: Environment, method: string, path: string, credentials: Credentials, body: string | Buffer | undefined, headers: Record<string, string>): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
+    const auth = 'token' in credentials ? { authorization: `Bearer ${credentials.token}` } : {};
     const req = https.request(
       `${env.url}${path}`,
       {
         method,
         ca: fs.readFileSync(env.pki.caCert),
-        cert: fs.readFileSync(env.pki.adminCert),
-        key: fs.readFileSync(env.pki.adminKey),
+        ...('cert' in credentials ? { cert: credentials.cert, key: credentials.key } : {}),
         // Node sends a DELETE body without a length unless told: give every body one.
-        headers: { 'content-type': 'application/json', ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers },
+        headers: { 'content-type': 'application/json', ...auth, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers },
         timeout: 20000,
         agent: false,
       },
@@ -40,4 +41,14 @@ export function adminRequest(env: Environment, method: string, path: string, bod
     if (body !== undefined) req.write(body);
     req.end();
   });
+}
+
+/** Raw HTTPS requests as the admin, for what clients cannot be made to send. */
+export function adminRequest(env: Environment, method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
+  return send(env, method, path, { cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) }, body, headers);
+}
+
+/** A raw HTTPS request with a bearer token and no client certificate. */
+export function tokenRequest(env: Environment, method: string, path: string, token: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
+  return send(env, method, path, { token }, body, headers);
 }

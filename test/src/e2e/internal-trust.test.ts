@@ -93,9 +93,15 @@ describe('internal trust boundaries', () => {
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca), nameOverride)).toBe(grpc.status.UNAVAILABLE);
     const stranger = ensureInternalPki(strangerDir).identities.gateway;
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca, fs.readFileSync(stranger.key), fs.readFileSync(stranger.cert)), nameOverride)).toBe(grpc.status.UNAVAILABLE);
-    // A certificate of the right CA but another role: authn may call nobody, storage may call nobody.
-    const other: InternalIdentity = target.name === 'storage' ? 'authn' : 'storage';
+    // A certificate of the right CA but another role: authz may call nobody, storage may call nobody.
+    const other: InternalIdentity = target.name === 'storage' ? 'authz' : 'storage';
     expect(await call(...(channelTo(target.address(), target.identity, tlsOf(other)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.PERMISSION_DENIED);
+    // Storage also serves the services that read objects: admission, watch-fanout, and authn (service-account lookup).
+    if (target.name === 'storage') {
+      for (const caller of ['admission', 'watch-fanout', 'authn'] as InternalIdentity[]) {
+        expect(await call(...(channelTo(target.address(), target.identity, tlsOf(caller)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.OK);
+      }
+    }
   });
 
   test("the deployments' gRPC health check passes with a service's own certificate and fails without", async () => {
