@@ -156,6 +156,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       `--service-account-key-file=${pki.serviceAccountKey}`,
+      '--enable-bootstrap-token-auth',
     ];
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
@@ -195,7 +196,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const cmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');
     fs.writeFileSync(cmKubeconfig, kubeconfig(url, pki.caCert, cm.cert, cm.key, 'system:svc-controller-manager'), { mode: 0o600 });
     addresses['controller-manager'] = `127.0.0.1:${await port(4 + replicas)}`;
-    await launch('controller-manager', 'controller-manager', [`--kubeconfig=${cmKubeconfig}`, `--listen=${addresses['controller-manager']}`], addresses['controller-manager']);
+    await launch(
+      'controller-manager',
+      'controller-manager',
+      [`--kubeconfig=${cmKubeconfig}`, `--listen=${addresses['controller-manager']}`, '--controllers=*,bootstrapsigner,tokencleaner'],
+      addresses['controller-manager'],
+    );
     const started = { etcd, nats };
     return {
       dir,

@@ -7,6 +7,7 @@ export const AUTHN_FLAGS: FlagSpecs = {
   'client-ca-file': { description: 'PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)', default: '' },
   'token-auth-file': { description: 'Static token file: CSV of token,user,uid[,"group1,group2"]', default: '' },
   'storage-address': { description: 'gRPC address of the storage service, for methods that read objects (service-account lookup, bootstrap tokens)', default: '' },
+  'enable-bootstrap-token-auth': { description: 'Bootstrap tokens (Secrets bootstrap-token-<id> of type bootstrap.svc.io/token in svc-system) authenticate; needs --storage-address', boolean: true, default: 'false' },
   'api-audiences': { description: 'Comma-separated audiences of this API; tokens for none of them are refused. Default: the first --service-account-issuer', default: '' },
   'service-account-issuer': { description: 'Issuer (iss) of service-account tokens; repeat to accept several, the first signs new tokens', repeated: true },
   'service-account-key-file': { description: 'PEM file of public or private keys that verify service-account tokens; repeatable (rotation). Default: the signing key', repeated: true },

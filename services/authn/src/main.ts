@@ -6,6 +6,7 @@ runMain('authn', AUTHN_FLAGS, (flags) => {
   const config: Parameters<typeof start>[0] = { listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), anonymousAuth: anonymousAuthEnabled(flags) };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   if (flags.get('token-auth-file')) config.tokenAuthFile = flags.get('token-auth-file');
+  if (flags.getBool('enable-bootstrap-token-auth')) config.enableBootstrapTokenAuth = true;
   if (flags.get('storage-address')) config.storageAddress = flags.get('storage-address');
   const serviceAccounts = serviceAccountConfig(flags);
   if (serviceAccounts) config.serviceAccounts = serviceAccounts;

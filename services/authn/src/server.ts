@@ -3,6 +3,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { authn } from '@svc/proto';
 import { createLogger, startGrpcServer, toProtoUser, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
+import { bootstrapTokenAuthenticator } from './bootstrap-token';
 import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
 import type { RequestAuthenticator, TokenAuthenticator } from './methods';
 import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
@@ -37,6 +38,8 @@ export interface AuthnConfig {
   /** The audiences of this server (`--api-audiences`); defaults to the first service-account issuer. */
   apiAudiences?: string[];
   serviceAccounts?: ServiceAccountConfig;
+  /** `--enable-bootstrap-token-auth`: bootstrap-token Secrets in the system namespace authenticate (needs `storageAddress`). */
+  enableBootstrapTokenAuth?: boolean;
   /** The storage service, for methods that read objects (service-account lookup, bootstrap tokens). */
   storageAddress?: string;
   logger?: Logger;
@@ -95,6 +98,10 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
   const serviceAccounts = sa && sa.issuers.length > 0 ? serviceAccountMethod(sa, apiAudiences, storage) : undefined;
   if (serviceAccounts) tokenAuthenticators.push(serviceAccounts);
+  if (config.enableBootstrapTokenAuth) {
+    if (!storage) throw new Error('--enable-bootstrap-token-auth needs --storage-address');
+    tokenAuthenticators.push(bootstrapTokenAuthenticator(storageLookup(storage)));
+  }
   const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences });
   const verifyToken = createTokenVerifier({ tokenAuthenticators, apiAudiences });
 

@@ -3,5 +3,11 @@ import { CONTROLLER_MANAGER_FLAGS } from './flags';
 import { start } from './server';
 
 runMain('controller-manager', CONTROLLER_MANAGER_FLAGS, (flags) =>
-  start({ kubeconfig: flags.get('kubeconfig'), listen: flags.get('listen'), namespaceSyncPeriodMs: flags.getInt('namespace-sync-period-seconds') * 1000 }),
+  start({
+    kubeconfig: flags.get('kubeconfig'),
+    listen: flags.get('listen'),
+    namespaceSyncPeriodMs: flags.getInt('namespace-sync-period-seconds') * 1000,
+    controllers: flags.get('controllers').split(','),
+    ...(flags.get('cluster-info-server') ? { clusterInfoServer: flags.get('cluster-info-server') } : {}),
+  }),
 );

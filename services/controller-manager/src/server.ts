@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
-import { ApiClient, loadKubeconfig } from './client';
+import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
+import { ApiClient, loadKubeconfig, type Credentials } from './client';
 import { NamespaceController } from './namespace-controller';
 import { ServiceAccountController } from './service-account-controller';
 
@@ -11,7 +12,57 @@ export interface ControllerManagerConfig {
   listen: string;
   /** How often every namespace is looked at again. */
   namespaceSyncPeriodMs?: number;
+  /** `--controllers`: which controllers run (see `enabledControllers`). */
+  controllers?: string[];
+  /** The server URL published in cluster-info; the kubeconfig's server when unset. */
+  clusterInfoServer?: string;
   logger?: Logger;
+}
+
+/** Controllers that run unless disabled, and those that run only when named (as upstream). */
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount'];
+export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
+
+/**
+ * The controllers a `--controllers` list enables: `*` is every default one,
+ * a name enables that controller, `-name` disables it. An unknown name is an
+ * error.
+ */
+export function enabledControllers(list: string[]): Set<string> {
+  const known = new Set([...DEFAULT_CONTROLLERS, ...OPTIONAL_CONTROLLERS]);
+  const out = new Set<string>();
+  for (const raw of list.map((x) => x.trim()).filter(Boolean)) {
+    if (raw === '*') {
+      for (const c of DEFAULT_CONTROLLERS) out.add(c);
+      continue;
+    }
+    const name = raw.startsWith('-') ? raw.slice(1) : raw;
+    if (!known.has(name)) throw new Error(`--controllers: unknown controller ${JSON.stringify(name)} (known: ${[...known].join(', ')})`);
+  }
+  for (const raw of list.map((x) => x.trim())) {
+    if (raw === '*' || raw === '') continue;
+    if (raw.startsWith('-')) out.delete(raw.slice(1));
+    else out.add(raw);
+  }
+  return out;
+}
+
+/** The kubeconfig cluster-info publishes: the server and its CA, no credentials. */
+export function clusterInfoKubeconfig(creds: Credentials, server?: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- cluster:',
+    ...(creds.ca ? [`    certificate-authority-data: ${creds.ca.toString('base64')}`] : []),
+    `    server: ${server ?? creds.server}`,
+    '  name: ""',
+    'contexts: null',
+    'current-context: ""',
+    'preferences: {}',
+    'users: null',
+    '',
+  ].join('\n');
 }
 
 export interface ControllerManagerHandle {
@@ -19,6 +70,8 @@ export interface ControllerManagerHandle {
   port: number;
   namespaces: NamespaceController;
   serviceAccounts: ServiceAccountController;
+  /** The controllers that run, by name. */
+  controllers: string[];
   close(): Promise<void>;
 }
 
@@ -30,12 +83,23 @@ export interface ControllerManagerHandle {
 export async function start(config: ControllerManagerConfig): Promise<ControllerManagerHandle> {
   const log = config.logger ?? createLogger('controller-manager');
   if (!config.kubeconfig) throw new Error('--kubeconfig is required');
-  const client = new ApiClient(loadKubeconfig(config.kubeconfig));
-  const namespaces = new NamespaceController(client, log.with({ controller: 'namespace' }), { resyncMs: config.namespaceSyncPeriodMs ?? 30000 });
-  const serviceAccounts = new ServiceAccountController(client, log.with({ controller: 'serviceaccount' }), { resyncMs: config.namespaceSyncPeriodMs ?? 30000 });
+  const enabled = enabledControllers(config.controllers ?? ['*']);
+  const creds = loadKubeconfig(config.kubeconfig);
+  const client = new ApiClient(creds);
+  const resyncMs = config.namespaceSyncPeriodMs ?? 30000;
+  const namespaces = new NamespaceController(client, log.with({ controller: 'namespace' }), { resyncMs });
+  const serviceAccounts = new ServiceAccountController(client, log.with({ controller: 'serviceaccount' }), { resyncMs });
+  const running: Array<{ name: string; synced: boolean; start(): void; stop(): Promise<void> }> = [];
+  if (enabled.has('namespace')) running.push(Object.assign(namespaces, { name: 'namespace' }));
+  if (enabled.has('serviceaccount')) running.push(Object.assign(serviceAccounts, { name: 'serviceaccount' }));
+  if (enabled.has('bootstrapsigner')) {
+    const kubeconfig = clusterInfoKubeconfig(creds, config.clusterInfoServer);
+    running.push(Object.assign(new BootstrapSigner(client, log.with({ controller: 'bootstrapsigner' }), { resyncMs, clusterInfoKubeconfig: kubeconfig }), { name: 'bootstrapsigner' }));
+  }
+  if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(client, log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && namespaces.synced && serviceAccounts.synced);
+    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && running.every((c) => c.synced));
     const known = path === '/healthz' || path === '/livez' || path === '/readyz';
     res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'text/plain' });
     res.end(known ? (ok ? 'ok' : 'not ready') : 'not found');
@@ -46,16 +110,16 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     health.listen(port, host, () => resolve());
   });
   const bound = (health.address() as { port: number }).port;
-  namespaces.start();
-  serviceAccounts.start();
-  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: ['namespace', 'serviceaccount'] });
+  for (const c of running) c.start();
+  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: running.map((c) => c.name) });
   return {
     address: `${host}:${bound}`,
     port: bound,
     namespaces,
     serviceAccounts,
+    controllers: running.map((c) => c.name),
     close: async () => {
-      await Promise.all([namespaces.stop(), serviceAccounts.stop()]);
+      await Promise.all(running.map((c) => c.stop()));
       client.close();
       await new Promise<void>((resolve) => health.close(() => resolve()));
     },
