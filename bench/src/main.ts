@@ -30,21 +30,23 @@ function stats(samples: number[]): { p50: number; p99: number } {
 
 class Client {
   private readonly agent: https.Agent;
+  /** With a token: a bearer token and no client certificate; otherwise the admin's certificate. */
   constructor(
     env: Environment,
     private readonly url = env.url,
+    private readonly token?: string,
   ) {
     this.agent = new https.Agent({
       keepAlive: true,
       maxSockets: 128,
       ca: fs.readFileSync(env.pki.caCert),
-      cert: fs.readFileSync(env.pki.adminCert),
-      key: fs.readFileSync(env.pki.adminKey),
+      ...(token === undefined ? { cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) } : {}),
     });
   }
   request(method: string, p: string, body?: unknown): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = https.request(`${this.url}${p}`, { method, agent: this.agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...(this.token !== undefined ? { authorization: `Bearer ${this.token}` } : {}) };
+      const req = https.request(`${this.url}${p}`, { method, agent: this.agent, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
@@ -277,8 +279,57 @@ async function idleWatchers(env: Environment, client: Client): Promise<unknown> 
 
 const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v'.repeat(64) } });
 
+/**
+ * A service-account token against a client certificate: creates at the
+ * highest concurrency, back to back, each credential reused (so cached after
+ * its first request); then the first request of fresh tokens (a JWT
+ * signature check and the account lookup) against the second.
+ */
+async function tokenVersusCertificate(env: Environment, admin: Client): Promise<unknown> {
+  const c = CONCURRENCY[CONCURRENCY.length - 1] as number;
+  const issue = async (): Promise<string> => {
+    const res = await admin.request('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', { apiVersion: 'authentication.svc.io/v1', kind: 'TokenRequest', spec: {} });
+    if (res.status !== 201) throw new Error(`TokenRequest answered ${res.status}: ${res.body}`);
+    return (JSON.parse(res.body) as { status: { token: string } }).status.token;
+  };
+  const creates = async (client: Client, prefix: string): Promise<number> =>
+    Math.round(
+      await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+        const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`${prefix}-${i}`));
+        if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
+      }),
+    );
+  const tokenClient = new Client(env, env.url, await issue());
+  let certificate = 0;
+  let token = 0;
+  try {
+    for (let i = 0; i < 50; i++) await tokenClient.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`sa-warm-${i}`));
+    certificate = await creates(admin, 'cert-again');
+    token = await creates(tokenClient, 'sa');
+  } finally {
+    tokenClient.close();
+  }
+  const first: number[] = [];
+  const second: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const fresh = new Client(env, env.url, await issue());
+    try {
+      for (const samples of [first, second]) {
+        const t = process.hrtime.bigint();
+        const res = await fresh.request('GET', '/api/v1/namespaces/default/configmaps/c1-1');
+        if (res.status !== 200) throw new Error(`get with a fresh token answered ${res.status}: ${res.body}`);
+        samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+    } finally {
+      fresh.close();
+    }
+  }
+  return { concurrency: c, createsPerSecond: { certificate, token }, getWithFreshTokenMs: { first: stats(first), second: stats(second) } };
+}
+
 async function main(): Promise<void> {
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')) });
+  // AlwaysAllow, so that a service account may create like the admin does.
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'AlwaysAllow' });
   const client = new Client(env);
   // The raw floor goes through the same TLS with a client certificate as storage does.
   const storageIdentity = env.internalPki.identities.storage;
@@ -315,6 +366,7 @@ async function main(): Promise<void> {
       throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
     }
     results['createThroughput'] = throughput;
+    results['serviceAccountToken'] = await tokenVersusCertificate(env, client);
     results['httpsFloor'] = await httpsFloor(env, CREATES_PER_LEVEL, CONCURRENCY[CONCURRENCY.length - 1] as number);
 
     const getSamples: number[] = [];
@@ -393,6 +445,9 @@ async function main(): Promise<void> {
     const v = results[k] as { p50: number; p99: number };
     return `p50 ${fmt(v.p50)} ms  p99 ${fmt(v.p99)} ms`;
   };
+  const sa = results['serviceAccountToken'] as { concurrency: number; createsPerSecond: { certificate: number; token: number }; getWithFreshTokenMs: { first: { p50: number; p99: number }; second: { p50: number; p99: number } } };
+  lines.push(`creates at concurrency ${sa.concurrency}: client certificate ${sa.createsPerSecond.certificate}/s, service-account token ${sa.createsPerSecond.token}/s`);
+  lines.push(`get with a fresh token      first p50 ${fmt(sa.getWithFreshTokenMs.first.p50)} ms p99 ${fmt(sa.getWithFreshTokenMs.first.p99)} ms; second p50 ${fmt(sa.getWithFreshTokenMs.second.p50)} ms p99 ${fmt(sa.getWithFreshTokenMs.second.p99)} ms`);
   lines.push(`get one object              ${p('getMs')}`);
   lines.push(`list 500 objects            ${p('list500Ms')}`);
   lines.push(`create -> watch event       ${p('createToWatchMs')}  (${(results['createToWatchMs'] as { received: number }).received}/${(results['createToWatchMs'] as { sent: number }).sent} events at ~100/s)`);
