@@ -1,5 +1,5 @@
 import { parseFlags } from '@svc/service-kit';
-import { AUTHN_FLAGS, anonymousAuthEnabled } from './flags';
+import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, serviceAccountConfig } from './flags';
 
 /** The flags every authn must be given (its internal certificate), which these cases do not vary. */
 const REQUIRED = ['--internal-ca-file=ca.crt', '--internal-cert-file=authn.crt', '--internal-key-file=authn.key'];
@@ -19,5 +19,27 @@ describe('--anonymous-auth default', () => {
 
   test('a value that is not a boolean is refused', () => {
     expect(() => anonymousAuthEnabled(parseFlags([...REQUIRED, '--anonymous-auth=maybe'], AUTHN_FLAGS))).toThrow(/true or false/);
+  });
+});
+
+describe('service-account flags', () => {
+  test('issuers, key files, the cap and the lookup', () => {
+    const flags = parseFlags(
+      [...REQUIRED, '--service-account-issuer=https://a', '--service-account-issuer=https://b', '--service-account-key-file=k1.pem', '--service-account-key-file=k2.pem', '--service-account-signing-key-file=s.key', '--service-account-max-token-expiration=24h', '--service-account-lookup=false', '--api-audiences=x, y'],
+      AUTHN_FLAGS,
+    );
+    expect(serviceAccountConfig(flags)).toEqual({ issuers: ['https://a', 'https://b'], keyFiles: ['k1.pem', 'k2.pem'], signingKeyFile: 's.key', maxTokenExpirationSeconds: 86400, lookup: false });
+    expect(apiAudiences(flags)).toEqual(['x', 'y']);
+  });
+
+  test('without an issuer there are no service-account tokens; lookup defaults on', () => {
+    expect(serviceAccountConfig(parseFlags(REQUIRED, AUTHN_FLAGS))).toBeUndefined();
+    expect(serviceAccountConfig(parseFlags([...REQUIRED, '--service-account-issuer=https://a'], AUTHN_FLAGS))?.lookup).toBe(true);
+  });
+
+  test('a malformed duration is refused naming the flag', () => {
+    expect(() => serviceAccountConfig(parseFlags([...REQUIRED, '--service-account-issuer=https://a', '--service-account-max-token-expiration=tomorrow'], AUTHN_FLAGS))).toThrow(
+      '--service-account-max-token-expiration: invalid duration "tomorrow"',
+    );
   });
 });
