@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { authn } from '@svc/proto';
-import { createLogger, startGrpcServer, toProtoUser, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
+import { createLogger, startGrpcServer, toProtoUser, unary, TtlCache, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { bootstrapTokenAuthenticator } from './bootstrap-token';
 import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
@@ -51,11 +51,24 @@ export interface AuthnHandle {
   close(): Promise<void>;
 }
 
+/**
+ * How long an object found by the lookup is taken to still exist. The
+ * original server reads them from an informer cache, just as slightly
+ * behind; a missing object is always read again.
+ */
+const LOOKUP_CACHE_MS = 1000;
+
 /** Objects read from storage for the lookup; undefined when missing. */
 function storageLookup(storage: StorageClient): ObjectLookup {
+  const found = new TtlCache<ApiObject>(LOOKUP_CACHE_MS, 10000);
   return async (resource, namespace, name) => {
+    const key = `${resource}/${namespace}/${name}`;
+    const cached = found.get(key);
+    if (cached) return cached;
     try {
-      return (await storage.get({ group: '', resource, namespace, name })).object as ApiObject;
+      const object = (await storage.get({ group: '', resource, namespace, name })).object as ApiObject;
+      found.set(key, object);
+      return object;
     } catch (err) {
       if (err instanceof ApiError && err.code === 404) return undefined;
       throw err;

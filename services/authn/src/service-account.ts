@@ -223,13 +223,15 @@ export function serviceAccountTokens(opts: ServiceAccountTokenOptions): ServiceA
       if (valid.length === 0) return rejected('service account token audiences are invalid for the target audiences');
       const { claims } = entry;
       if (opts.lookup) {
-        const account = await opts.lookup('serviceaccounts', claims.namespace, claims.serviceaccount.name);
+        const lookup = opts.lookup;
+        const bound = claims.pod ? (['pods', claims.pod] as const) : claims.secret ? (['secrets', claims.secret] as const) : undefined;
+        const [account, target] = await Promise.all([
+          lookup('serviceaccounts', claims.namespace, claims.serviceaccount.name),
+          bound ? lookup(bound[0], claims.namespace, bound[1].name) : Promise.resolve(undefined),
+        ]);
         if (!aliveWithUid(account, claims.serviceaccount.uid)) return rejected(`service account ${claims.namespace}/${claims.serviceaccount.name} has been deleted`);
-        if (claims.pod && !aliveWithUid(await opts.lookup('pods', claims.namespace, claims.pod.name), claims.pod.uid)) {
-          return rejected(`pod ${claims.namespace}/${claims.pod.name} the token is bound to has been deleted`);
-        }
-        if (claims.secret && !aliveWithUid(await opts.lookup('secrets', claims.namespace, claims.secret.name), claims.secret.uid)) {
-          return rejected(`secret ${claims.namespace}/${claims.secret.name} the token is bound to has been deleted`);
+        if (bound && !aliveWithUid(target, bound[1].uid)) {
+          return rejected(`${bound[0] === 'pods' ? 'pod' : 'secret'} ${claims.namespace}/${bound[1].name} the token is bound to has been deleted`);
         }
       }
       const extra: Record<string, string[]> = {};
