@@ -40,3 +40,4 @@ export {
   type InternalTls,
   type InternalTlsFiles,
 } from './internal-tls';
+export { loadKubeconfig, KubeconfigError, type Credentials } from './kubeconfig';

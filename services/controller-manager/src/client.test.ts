@@ -51,6 +51,6 @@ describe('loadKubeconfig', () => {
   it('names the file when it has no server', () => {
     const file = path.join(dir, 'empty');
     fs.writeFileSync(file, 'kind: Config\n');
-    expect(() => loadKubeconfig(file)).toThrow(`${file}: no cluster server in the current context`);
+    expect(() => loadKubeconfig(file)).toThrow(`${file}: clusters[].cluster.server: no cluster server in the current context`);
   });
 });

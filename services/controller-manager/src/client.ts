@@ -1,52 +1,13 @@
-import * as fs from 'node:fs';
 import * as https from 'node:https';
-import * as path from 'node:path';
-import { load } from 'js-yaml';
 import { ApiError, type ApiObject, type Status } from '@svc/apimachinery';
+import type { Credentials } from '@svc/service-kit';
 
 /**
  * The controllers' way to the API: plain HTTPS to the gateway with the
  * credentials of a kubeconfig, as any client of the server. Error answers
  * become the ApiError their Status describes.
  */
-export interface Credentials {
-  server: string;
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-  token?: string;
-}
-
-interface KubeconfigFile {
-  'current-context'?: string;
-  clusters?: Array<{ name: string; cluster: { server: string; 'certificate-authority'?: string; 'certificate-authority-data'?: string } }>;
-  users?: Array<{ name: string; user: { 'client-certificate'?: string; 'client-certificate-data'?: string; 'client-key'?: string; 'client-key-data'?: string; token?: string } }>;
-  contexts?: Array<{ name: string; context: { cluster: string; user: string } }>;
-}
-
-/** Reads the current context of a kubeconfig: embedded data or files relative to it. */
-export function loadKubeconfig(file: string): Credentials {
-  const doc = load(fs.readFileSync(file, 'utf8')) as KubeconfigFile;
-  const contexts = doc.contexts ?? [];
-  const context = contexts.find((c) => c.name === doc['current-context']) ?? contexts[0];
-  const cluster = doc.clusters?.find((c) => c.name === context?.context.cluster)?.cluster;
-  const user = doc.users?.find((u) => u.name === context?.context.user)?.user ?? {};
-  if (!cluster?.server) throw new Error(`${file}: no cluster server in the current context`);
-  const read = (data: string | undefined, ref: string | undefined): Buffer | undefined => {
-    if (data) return Buffer.from(data, 'base64');
-    if (ref) return fs.readFileSync(path.resolve(path.dirname(file), ref));
-    return undefined;
-  };
-  const creds: Credentials = { server: cluster.server.replace(/\/+$/, '') };
-  const ca = read(cluster['certificate-authority-data'], cluster['certificate-authority']);
-  const cert = read(user['client-certificate-data'], user['client-certificate']);
-  const key = read(user['client-key-data'], user['client-key']);
-  if (ca) creds.ca = ca;
-  if (cert) creds.cert = cert;
-  if (key) creds.key = key;
-  if (user.token) creds.token = user.token;
-  return creds;
-}
+export { loadKubeconfig, type Credentials } from '@svc/service-kit';
 
 export interface WatchEvent {
   type: string;
