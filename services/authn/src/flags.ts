@@ -1,5 +1,5 @@
 import { INTERNAL_TLS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
-import type { ServiceAccountConfig } from './server';
+import type { RequestHeaderConfig, ServiceAccountConfig, TokenWebhookConfig } from './server';
 
 export const AUTHN_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
@@ -8,6 +8,15 @@ export const AUTHN_FLAGS: FlagSpecs = {
   'token-auth-file': { description: 'Static token file: CSV of token,user,uid[,"group1,group2"]', default: '' },
   'storage-address': { description: 'gRPC address of the storage service, for methods that read objects (service-account lookup, bootstrap tokens)', default: '' },
   'enable-bootstrap-token-auth': { description: 'Bootstrap tokens (Secrets bootstrap-token-<id> of type bootstrap.svc.io/token in svc-system) authenticate; needs --storage-address', boolean: true, default: 'false' },
+  'authentication-token-webhook-config-file': { description: 'Kubeconfig-format file of the token review webhook (clusters[].cluster.server https URL and certificate-authority; users[] this server\'s client certificate)', default: '' },
+  'authentication-token-webhook-cache-ttl': { description: 'How long the webhook\'s decisions are cached (Go duration)', default: '2m0s' },
+  'authentication-token-webhook-version': { description: 'TokenReview version sent to the webhook: v1 or v1beta1', default: 'v1beta1' },
+  'requestheader-client-ca-file': { description: 'PEM CAs of the authenticating proxy\'s client certificate; its headers count only with such a certificate', default: '' },
+  'requestheader-allowed-names': { description: 'Comma-separated common names the proxy certificate may have; empty: any from the CA', default: '' },
+  'requestheader-username-headers': { description: 'Comma-separated headers naming the user, first non-empty wins (e.g. X-Remote-User); required with --requestheader-client-ca-file', default: '' },
+  'requestheader-uid-headers': { description: 'Comma-separated headers naming the user\'s uid', default: '' },
+  'requestheader-group-headers': { description: 'Comma-separated headers whose every value is a group (e.g. X-Remote-Group)', default: '' },
+  'requestheader-extra-headers-prefix': { description: 'Comma-separated header prefixes of extra entries (e.g. X-Remote-Extra-); the rest of the name, percent-decoded and lower-cased, is the key', default: '' },
   'api-audiences': { description: 'Comma-separated audiences of this API; tokens for none of them are refused. Default: the first --service-account-issuer', default: '' },
   'service-account-issuer': { description: 'Issuer (iss) of service-account tokens; repeat to accept several, the first signs new tokens', repeated: true },
   'service-account-key-file': { description: 'PEM file of public or private keys that verify service-account tokens; repeatable (rotation). Default: the signing key', repeated: true },
@@ -61,4 +70,37 @@ export function apiAudiences(flags: ParsedFlags): string[] {
     .split(',')
     .map((a) => a.trim())
     .filter(Boolean);
+}
+
+function commaList(flags: ParsedFlags, name: string, lower = false): string[] {
+  return flags
+    .get(name)
+    .split(',')
+    .map((v) => (lower ? v.trim().toLowerCase() : v.trim()))
+    .filter(Boolean);
+}
+
+/** The authenticating proxy's settings, or undefined when no request-header CA is set. */
+export function requestHeaderConfig(flags: ParsedFlags): RequestHeaderConfig | undefined {
+  const caFile = flags.get('requestheader-client-ca-file');
+  if (!caFile) return undefined;
+  const usernameHeaders = commaList(flags, 'requestheader-username-headers', true);
+  if (usernameHeaders.length === 0) throw new Error('--requestheader-username-headers is required with --requestheader-client-ca-file');
+  return {
+    clientCaFile: caFile,
+    allowedNames: commaList(flags, 'requestheader-allowed-names'),
+    usernameHeaders,
+    uidHeaders: commaList(flags, 'requestheader-uid-headers', true),
+    groupHeaders: commaList(flags, 'requestheader-group-headers', true),
+    extraHeaderPrefixes: commaList(flags, 'requestheader-extra-headers-prefix', true),
+  };
+}
+
+/** The token webhook's settings, or undefined when no configuration file is set. */
+export function tokenWebhookConfig(flags: ParsedFlags): TokenWebhookConfig | undefined {
+  const configFile = flags.get('authentication-token-webhook-config-file');
+  if (!configFile) return undefined;
+  const version = flags.get('authentication-token-webhook-version');
+  if (version !== 'v1' && version !== 'v1beta1') throw new Error(`--authentication-token-webhook-version: ${JSON.stringify(version)} is not v1 or v1beta1`);
+  return { configFile, cacheTtlMs: parseDuration(flags.get('authentication-token-webhook-cache-ttl'), 'authentication-token-webhook-cache-ttl'), version };
 }

@@ -1,5 +1,5 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
-import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, serviceAccountConfig } from './flags';
+import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, requestHeaderConfig, serviceAccountConfig, tokenWebhookConfig } from './flags';
 import { start } from './server';
 
 runMain('authn', AUTHN_FLAGS, (flags) => {
@@ -11,5 +11,9 @@ runMain('authn', AUTHN_FLAGS, (flags) => {
   const serviceAccounts = serviceAccountConfig(flags);
   if (serviceAccounts) config.serviceAccounts = serviceAccounts;
   config.apiAudiences = apiAudiences(flags);
+  const requestHeader = requestHeaderConfig(flags);
+  if (requestHeader) config.requestHeader = requestHeader;
+  const tokenWebhook = tokenWebhookConfig(flags);
+  if (tokenWebhook) config.tokenWebhook = tokenWebhook;
   return start(config);
 });

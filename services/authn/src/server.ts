@@ -7,7 +7,9 @@ import { bootstrapTokenAuthenticator } from './bootstrap-token';
 import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
 import type { RequestAuthenticator, TokenAuthenticator } from './methods';
 import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
+import { requestHeaderAuthenticator } from './request-header';
 import { parseTokenFile, tokenFileAuthenticator } from './token-file';
+import { tokenWebhookAuthenticator, type TokenReviewVersion } from './token-webhook';
 import { clientCertificateAuthenticator, parseCaBundle } from './x509';
 
 /** Who may call this service (the identities of the internal certificates). */
@@ -26,6 +28,21 @@ export interface ServiceAccountConfig {
   lookup: boolean;
 }
 
+export interface RequestHeaderConfig {
+  clientCaFile: string;
+  allowedNames: string[];
+  usernameHeaders: string[];
+  uidHeaders: string[];
+  groupHeaders: string[];
+  extraHeaderPrefixes: string[];
+}
+
+export interface TokenWebhookConfig {
+  configFile: string;
+  cacheTtlMs: number;
+  version: TokenReviewVersion;
+}
+
 export interface AuthnConfig {
   listen: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
@@ -40,6 +57,10 @@ export interface AuthnConfig {
   serviceAccounts?: ServiceAccountConfig;
   /** `--enable-bootstrap-token-auth`: bootstrap-token Secrets in the system namespace authenticate (needs `storageAddress`). */
   enableBootstrapTokenAuth?: boolean;
+  /** The authenticating proxy (`--requestheader-*`). */
+  requestHeader?: RequestHeaderConfig;
+  /** The token review webhook (`--authentication-token-webhook-*`). */
+  tokenWebhook?: TokenWebhookConfig;
   /** The storage service, for methods that read objects (service-account lookup, bootstrap tokens). */
   storageAddress?: string;
   logger?: Logger;
@@ -104,9 +125,14 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   const storage = config.storageAddress ? new StorageClient(config.storageAddress, tls) : undefined;
   const sa = config.serviceAccounts;
   const apiAudiences = config.apiAudiences && config.apiAudiences.length > 0 ? config.apiAudiences : sa?.issuers.slice(0, 1) ?? [];
-  const requestAuthenticators: RequestAuthenticator[] = [
-    clientCertificateAuthenticator(config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : []),
-  ];
+  const requestAuthenticators: RequestAuthenticator[] = [];
+  // The proxy comes first: its certificate would otherwise be taken for a user's.
+  if (config.requestHeader) {
+    const rh = config.requestHeader;
+    const { clientCaFile, ...headers } = rh;
+    requestAuthenticators.push(requestHeaderAuthenticator({ clientCas: parseCaBundle(fs.readFileSync(clientCaFile, 'utf8')), ...headers }));
+  }
+  requestAuthenticators.push(clientCertificateAuthenticator(config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : []));
   const tokenAuthenticators: TokenAuthenticator[] = [];
   if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
   const serviceAccounts = sa && sa.issuers.length > 0 ? serviceAccountMethod(sa, apiAudiences, storage) : undefined;
@@ -115,6 +141,8 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
     if (!storage) throw new Error('--enable-bootstrap-token-auth needs --storage-address');
     tokenAuthenticators.push(bootstrapTokenAuthenticator(storageLookup(storage)));
   }
+  // The webhook goes last: it is the only method that makes a remote call for any token.
+  if (config.tokenWebhook) tokenAuthenticators.push(tokenWebhookAuthenticator({ ...config.tokenWebhook, apiAudiences }));
   const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences });
   const verifyToken = createTokenVerifier({ tokenAuthenticators, apiAudiences });
 

@@ -22,6 +22,12 @@ export interface GatewayDeps {
   limits: GatewayLimits;
   /** Paths served without authentication or authorization (health probes). */
   alwaysAllowPaths: string[];
+  /**
+   * Headers of an authenticating proxy forwarded to authn besides the
+   * built-in credential headers (`authorization`, `impersonate-*`,
+   * `x-remote-*`): lower-cased names and name prefixes.
+   */
+  proxyHeaders: { names: string[]; prefixes: string[] };
   /** Readiness checks by name. */
   readiness: Record<string, () => Promise<void>>;
   /** Documents derived from the registry (OpenAPI), rebuilt when it changes. */

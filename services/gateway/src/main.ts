@@ -7,6 +7,13 @@ import { natsTlsFromFlags } from '@svc/watch-fanout/client';
 import { GATEWAY_FLAGS } from './flags';
 import { start } from './server';
 
+function lowerList(value: string): string[] {
+  return value
+    .split(',')
+    .map((v) => v.trim().toLowerCase())
+    .filter(Boolean);
+}
+
 runMain('gateway', GATEWAY_FLAGS, (flags) => {
   const registry = new ResourceRegistry();
   registerBuiltins(registry);
@@ -38,6 +45,10 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       watchBufferBytes: flags.getInt('watch-buffer-bytes'),
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
+    proxyHeaders: {
+      names: ['requestheader-username-headers', 'requestheader-uid-headers', 'requestheader-group-headers'].flatMap((f) => lowerList(flags.get(f))),
+      prefixes: lowerList(flags.get('requestheader-extra-headers-prefix')),
+    },
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   return start(config);

@@ -38,6 +38,8 @@ export interface GatewayConfig {
   protobuf?: ProtobufCodec;
   limits?: Partial<GatewayLimits>;
   alwaysAllowPaths?: string[];
+  /** The authenticating proxy's header names and prefixes (as authn's `--requestheader-*`), forwarded to authn. */
+  proxyHeaders?: { names: string[]; prefixes: string[] };
   logger?: Logger;
 }
 
@@ -155,6 +157,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     log,
     limits: { ...DEFAULT_LIMITS, ...config.limits },
     alwaysAllowPaths: config.alwaysAllowPaths ?? ['/healthz', '/livez', '/readyz'],
+    proxyHeaders: config.proxyHeaders ?? { names: [], prefixes: [] },
     documents: config.documents ?? {},
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),

@@ -6,8 +6,12 @@ import type { GatewayDeps } from '../backends';
 import { requestIdFrom, requestInfoFrom, withUser } from '../context';
 import type { Handler } from './chain';
 
-/** Headers that carry credentials; only these are sent to authn. */
+/** Headers that carry credentials; only these (and the configured proxy headers) are sent to authn. */
 const CREDENTIAL_HEADERS = /^(authorization|impersonate-.*|x-remote-.*)$/;
+
+function isCredentialHeader(name: string, proxy: GatewayDeps['proxyHeaders']): boolean {
+  return CREDENTIAL_HEADERS.test(name) || proxy.names.includes(name) || proxy.prefixes.some((p) => name.startsWith(p));
+}
 
 interface PresentedChain {
   /** The client certificate chain the peer presented, leaf first (DER). */
@@ -77,10 +81,11 @@ function cacheKey(chain: PresentedChain, headers: Record<string, string[]>): str
 export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler {
   const cache = new TtlCache<UserInfo>(deps.limits.authnCacheTtlMs);
   return async (req, res) => {
+    // Repeated headers stay apart (a proxy sends one group per header line).
     const headers: Record<string, string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (!CREDENTIAL_HEADERS.test(name) || value === undefined) continue;
-      headers[name] = Array.isArray(value) ? value : [value];
+    for (const [name, values] of Object.entries(req.headersDistinct)) {
+      if (!isCredentialHeader(name, deps.proxyHeaders) || values === undefined) continue;
+      headers[name] = values;
     }
     const chain = presentedChain(req.socket as TLSSocket);
     const key = cache.enabled ? cacheKey(chain, headers) : undefined;
