@@ -12,7 +12,7 @@ export const AUTHN_FLAGS: FlagSpecs = {
   'authentication-token-webhook-cache-ttl': { description: 'How long the webhook\'s decisions are cached (Go duration)', default: '2m0s' },
   'authentication-token-webhook-version': { description: 'TokenReview version sent to the webhook: v1 or v1beta1', default: 'v1beta1' },
   'requestheader-client-ca-file': { description: 'PEM CAs of the authenticating proxy\'s client certificate; its headers count only with such a certificate', default: '' },
-  'requestheader-allowed-names': { description: 'Comma-separated common names the proxy certificate may have; empty: any from the CA', default: '' },
+  'requestheader-allowed-names': { description: 'Comma-separated common names the proxy certificate may have; empty allows every name the CA signs', default: '' },
   'requestheader-username-headers': { description: 'Comma-separated headers naming the user, first non-empty wins (e.g. X-Remote-User); required with --requestheader-client-ca-file', default: '' },
   'requestheader-uid-headers': { description: 'Comma-separated headers naming the user\'s uid', default: '' },
   'requestheader-group-headers': { description: 'Comma-separated headers whose every value is a group (e.g. X-Remote-Group)', default: '' },
