@@ -329,7 +329,18 @@ async function tokenVersusCertificate(env: Environment, admin: Client): Promise<
   } finally {
     fresh.close();
   }
-  return { concurrency: c, createsPerSecond: { certificate, token }, getWithFreshTokenMs: { first: stats(first), second: stats(second) } };
+  // A TokenReview reaches authn every time: fresh tokens (signature check and lookup) against the same token again.
+  const reviewFresh: number[] = [];
+  const reviewAgain: number[] = [];
+  for (const t of tokens.slice(1)) {
+    for (const samples of [reviewFresh, reviewAgain]) {
+      const started = process.hrtime.bigint();
+      const res = await admin.request('POST', '/apis/authentication.svc.io/v1/tokenreviews', { apiVersion: 'authentication.svc.io/v1', kind: 'TokenReview', spec: { token: t } });
+      if (res.status !== 201 || !res.body.includes('"authenticated":true')) throw new Error(`TokenReview answered ${res.status}: ${res.body}`);
+      samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  }
+  return { concurrency: c, createsPerSecond: { certificate, token }, getWithFreshTokenMs: { first: stats(first), second: stats(second) }, tokenReviewMs: { fresh: stats(reviewFresh), again: stats(reviewAgain) } };
 }
 
 async function main(): Promise<void> {
@@ -450,9 +461,11 @@ async function main(): Promise<void> {
     const v = results[k] as { p50: number; p99: number };
     return `p50 ${fmt(v.p50)} ms  p99 ${fmt(v.p99)} ms`;
   };
-  const sa = results['serviceAccountToken'] as { concurrency: number; createsPerSecond: { certificate: number; token: number }; getWithFreshTokenMs: { first: { p50: number; p99: number }; second: { p50: number; p99: number } } };
+  type P = { p50: number; p99: number };
+  const sa = results['serviceAccountToken'] as { concurrency: number; createsPerSecond: { certificate: number; token: number }; getWithFreshTokenMs: { first: P; second: P }; tokenReviewMs: { fresh: P; again: P } };
   lines.push(`creates at concurrency ${sa.concurrency}: client certificate ${sa.createsPerSecond.certificate}/s, service-account token ${sa.createsPerSecond.token}/s`);
   lines.push(`get with a fresh token      first p50 ${fmt(sa.getWithFreshTokenMs.first.p50)} ms p99 ${fmt(sa.getWithFreshTokenMs.first.p99)} ms; second p50 ${fmt(sa.getWithFreshTokenMs.second.p50)} ms p99 ${fmt(sa.getWithFreshTokenMs.second.p99)} ms`);
+  lines.push(`TokenReview                 fresh token p50 ${fmt(sa.tokenReviewMs.fresh.p50)} ms p99 ${fmt(sa.tokenReviewMs.fresh.p99)} ms; same token again p50 ${fmt(sa.tokenReviewMs.again.p50)} ms p99 ${fmt(sa.tokenReviewMs.again.p99)} ms`);
   lines.push(`get one object              ${p('getMs')}`);
   lines.push(`list 500 objects            ${p('list500Ms')}`);
   lines.push(`create -> watch event       ${p('createToWatchMs')}  (${(results['createToWatchMs'] as { received: number }).received}/${(results['createToWatchMs'] as { sent: number }).sent} events at ~100/s)`);
