@@ -28,6 +28,8 @@ export interface ParsedFlags {
   getAll(name: string): string[];
   getBool(name: string): boolean;
   getInt(name: string): number;
+  /** Whether the flag was on the command line (rather than left at its default). */
+  given(name: string): boolean;
 }
 
 export function usage(command: string, specs: FlagSpecs): string {
@@ -73,6 +75,7 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
     return list && list.length > 0 ? list[list.length - 1] : spec.default;
   };
   return {
+    given: (name) => values.has(name),
     getOptional: optional,
     get(name) {
       const v = optional(name);

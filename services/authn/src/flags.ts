@@ -1,4 +1,6 @@
 import { INTERNAL_TLS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import * as fs from 'node:fs';
+import { ASYMMETRIC_ALGORITHMS, type JwtIssuerSettings } from './jwt-authenticator';
 import type { RequestHeaderConfig, ServiceAccountConfig, TokenWebhookConfig } from './server';
 
 export const AUTHN_FLAGS: FlagSpecs = {
@@ -17,6 +19,16 @@ export const AUTHN_FLAGS: FlagSpecs = {
   'requestheader-uid-headers': { description: 'Comma-separated headers naming the user\'s uid', default: '' },
   'requestheader-group-headers': { description: 'Comma-separated headers whose every value is a group (e.g. X-Remote-Group)', default: '' },
   'requestheader-extra-headers-prefix': { description: 'Comma-separated header prefixes of extra entries (e.g. X-Remote-Extra-); the rest of the name, percent-decoded and lower-cased, is the key', default: '' },
+  'oidc-issuer-url': { description: 'HTTPS URL of the OpenID Connect issuer (discovery at <url>/.well-known/openid-configuration); its ID tokens authenticate', default: '' },
+  'oidc-client-id': { description: 'The audience every OIDC ID token must be issued for; required with --oidc-issuer-url', default: '' },
+  'oidc-username-claim': { description: 'Claim that names the user; claims other than email get the prefix <issuer-url># unless --oidc-username-prefix is set', default: 'sub' },
+  'oidc-username-prefix': { description: 'Prefix of OIDC usernames; - for none', default: '' },
+  'oidc-groups-claim': { description: 'Claim holding the groups (a string or a list of strings)', default: '' },
+  'oidc-groups-prefix': { description: 'Prefix of OIDC group names', default: '' },
+  'oidc-required-claim': { description: 'key=value that every OIDC token must carry; repeatable', repeated: true },
+  'oidc-ca-file': { description: "PEM CA bundle for the issuer's HTTPS certificate; the system's trust store when unset", default: '' },
+  'oidc-signing-algs': { description: 'Comma-separated accepted signing algorithms (asymmetric only)', default: 'RS256' },
+  'authentication-config': { description: 'AuthenticationConfiguration file (JWT issuers with CEL claim rules and mappings, anonymous settings); reloaded when it changes; not with --oidc-* flags', default: '' },
   'api-audiences': { description: 'Comma-separated audiences of this API; tokens for none of them are refused. Default: the first --service-account-issuer', default: '' },
   'service-account-issuer': { description: 'Issuer (iss) of service-account tokens; repeat to accept several, the first signs new tokens', repeated: true },
   'service-account-key-file': { description: 'PEM file of public or private keys that verify service-account tokens; repeatable (rotation). Default: the signing key', repeated: true },
@@ -103,4 +115,56 @@ export function tokenWebhookConfig(flags: ParsedFlags): TokenWebhookConfig | und
   const version = flags.get('authentication-token-webhook-version');
   if (version !== 'v1' && version !== 'v1beta1') throw new Error(`--authentication-token-webhook-version: ${JSON.stringify(version)} is not v1 or v1beta1`);
   return { configFile, cacheTtlMs: parseDuration(flags.get('authentication-token-webhook-cache-ttl'), 'authentication-token-webhook-cache-ttl'), version };
+}
+
+const OIDC_FLAGS = ['oidc-issuer-url', 'oidc-client-id', 'oidc-username-claim', 'oidc-username-prefix', 'oidc-groups-claim', 'oidc-groups-prefix', 'oidc-required-claim', 'oidc-ca-file', 'oidc-signing-algs'];
+
+/** The OIDC issuer of the `--oidc-*` flags, or undefined when no issuer URL is set. */
+export function oidcSettings(flags: ParsedFlags): JwtIssuerSettings | undefined {
+  const url = flags.get('oidc-issuer-url');
+  const given = OIDC_FLAGS.filter((f) => f !== 'oidc-issuer-url' && flags.given(f));
+  if (!url) {
+    if (given.length > 0) throw new Error(`--${given[0] ?? ''} needs --oidc-issuer-url`);
+    return undefined;
+  }
+  if (!url.startsWith('https://')) throw new Error(`--oidc-issuer-url: ${JSON.stringify(url)} must be an https URL`);
+  const clientId = flags.get('oidc-client-id');
+  if (!clientId) throw new Error('--oidc-client-id is required with --oidc-issuer-url');
+  const algorithms = commaList(flags, 'oidc-signing-algs');
+  for (const alg of algorithms) if (!ASYMMETRIC_ALGORITHMS.includes(alg)) throw new Error(`--oidc-signing-algs: ${JSON.stringify(alg)} is not supported (one of ${ASYMMETRIC_ALGORITHMS.join(', ')})`);
+  const claim = flags.get('oidc-username-claim');
+  const prefixFlag = flags.given('oidc-username-prefix') ? flags.get('oidc-username-prefix') : undefined;
+  const prefix = prefixFlag === '-' ? '' : prefixFlag !== undefined ? prefixFlag : claim === 'email' ? '' : `${url}#`;
+  const required = flags.getAll('oidc-required-claim').map((kv) => {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new Error(`--oidc-required-claim: ${JSON.stringify(kv)} is not key=value`);
+    return { claim: kv.slice(0, eq), requiredValue: kv.slice(eq + 1) };
+  });
+  const settings: JwtIssuerSettings = {
+    url,
+    audiences: [clientId],
+    algorithms,
+    claimValidationRules: required,
+    username: { claim, prefix },
+    requireVerifiedEmail: true,
+    extra: [],
+    userValidationRules: [],
+  };
+  if (flags.get('oidc-groups-claim')) settings.groups = { claim: flags.get('oidc-groups-claim'), prefix: flags.get('oidc-groups-prefix') };
+  const caFile = flags.get('oidc-ca-file');
+  if (caFile) settings.certificateAuthority = fs.readFileSync(caFile, 'utf8');
+  return settings;
+}
+
+/**
+ * The configuration file, refused at start together with the flags it
+ * replaces: any `--oidc-*`, or an explicit `--anonymous-auth` when the file
+ * sets `anonymous` (checked once the file is read).
+ */
+export function authenticationConfigFile(flags: ParsedFlags): string | undefined {
+  const file = flags.get('authentication-config');
+  if (!file) return undefined;
+  const oidc = OIDC_FLAGS.find((f) => flags.given(f));
+  if (oidc) throw new Error(`--authentication-config and --${oidc} may not be used together`);
+  return file;
 }

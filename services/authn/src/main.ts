@@ -1,5 +1,5 @@
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
-import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, requestHeaderConfig, serviceAccountConfig, tokenWebhookConfig } from './flags';
+import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, authenticationConfigFile, oidcSettings, requestHeaderConfig, serviceAccountConfig, tokenWebhookConfig } from './flags';
 import { start } from './server';
 
 runMain('authn', AUTHN_FLAGS, (flags) => {
@@ -13,6 +13,11 @@ runMain('authn', AUTHN_FLAGS, (flags) => {
   config.apiAudiences = apiAudiences(flags);
   const requestHeader = requestHeaderConfig(flags);
   if (requestHeader) config.requestHeader = requestHeader;
+  const oidc = oidcSettings(flags);
+  if (oidc) config.oidc = oidc;
+  const configFile = authenticationConfigFile(flags);
+  if (configFile) config.authenticationConfigFile = configFile;
+  config.anonymousAuthExplicit = flags.given('anonymous-auth');
   const tokenWebhook = tokenWebhookConfig(flags);
   if (tokenWebhook) config.tokenWebhook = tokenWebhook;
   return start(config);

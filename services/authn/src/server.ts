@@ -6,6 +6,9 @@ import { StorageClient } from '@svc/storage/client';
 import { bootstrapTokenAuthenticator } from './bootstrap-token';
 import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
 import type { RequestAuthenticator, TokenAuthenticator } from './methods';
+import { readAuthenticationConfig } from './authentication-config';
+import type { JwtIssuerSettings } from './jwt-authenticator';
+import { JwtMethods } from './jwt-methods';
 import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
 import { requestHeaderAuthenticator } from './request-header';
 import { parseTokenFile, tokenFileAuthenticator } from './token-file';
@@ -57,6 +60,12 @@ export interface AuthnConfig {
   serviceAccounts?: ServiceAccountConfig;
   /** `--enable-bootstrap-token-auth`: bootstrap-token Secrets in the system namespace authenticate (needs `storageAddress`). */
   enableBootstrapTokenAuth?: boolean;
+  /** The OpenID Connect issuer of the `--oidc-*` flags. */
+  oidc?: JwtIssuerSettings;
+  /** `--authentication-config`: JWT issuers and anonymous settings, reloaded on change. */
+  authenticationConfigFile?: string;
+  /** Whether `--anonymous-auth` was given explicitly (it may not be combined with the file's `anonymous`). */
+  anonymousAuthExplicit?: boolean;
   /** The authenticating proxy (`--requestheader-*`). */
   requestHeader?: RequestHeaderConfig;
   /** The token review webhook (`--authentication-token-webhook-*`). */
@@ -137,13 +146,25 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
   const serviceAccounts = sa && sa.issuers.length > 0 ? serviceAccountMethod(sa, apiAudiences, storage) : undefined;
   if (serviceAccounts) tokenAuthenticators.push(serviceAccounts);
+  const jwt = new JwtMethods(log);
+  if (config.oidc) jwt.setIssuers([config.oidc], 'oidc');
+  if (config.authenticationConfigFile) {
+    const file = config.authenticationConfigFile;
+    const initial = readAuthenticationConfig(file, sa?.issuers ?? []);
+    if (initial.anonymous && config.anonymousAuthExplicit) throw new Error(`${file}: anonymous may not be set together with --anonymous-auth`);
+    jwt.apply(initial);
+    jwt.watch(file, sa?.issuers ?? []);
+  }
+  if (config.oidc || config.authenticationConfigFile) tokenAuthenticators.push(jwt);
   if (config.enableBootstrapTokenAuth) {
     if (!storage) throw new Error('--enable-bootstrap-token-auth needs --storage-address');
     tokenAuthenticators.push(bootstrapTokenAuthenticator(storageLookup(storage)));
   }
   // The webhook goes last: it is the only method that makes a remote call for any token.
   if (config.tokenWebhook) tokenAuthenticators.push(tokenWebhookAuthenticator({ ...config.tokenWebhook, apiAudiences }));
-  const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous: config.anonymousAuth, apiAudiences });
+  // The file's anonymous settings, when it has them, replace --anonymous-auth (and follow reloads).
+  const anonymous = (path: string | undefined): boolean => (jwt.anonymous ? jwt.anonymousAllowed(path) : config.anonymousAuth);
+  const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous, apiAudiences });
   const verifyToken = createTokenVerifier({ tokenAuthenticators, apiAudiences });
 
   const logged = (result: AuthenticationResult, requestId: string): AuthenticationResult => {
@@ -180,6 +201,7 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
     address: server.address,
     port: server.port,
     close: async () => {
+      jwt.close();
       await server.close();
       storage?.close();
     },

@@ -1,0 +1,278 @@
+import * as fs from 'node:fs';
+import { load } from 'js-yaml';
+import { compileExpression, mentionsClaim, CelCompileError } from './cel';
+import { ASYMMETRIC_ALGORITHMS, type ClaimOrExpression, type JwtIssuerSettings } from './jwt-authenticator';
+
+/**
+ * The structured authentication configuration (`--authentication-config`,
+ * SPEC section 5): `AuthenticationConfiguration` with up to 64 JWT issuers
+ * and the anonymous settings. Every problem is an error naming the file and
+ * the field (`jwt[0].claimMappings.username.prefix: Required value`).
+ */
+
+export const AUTHENTICATION_CONFIG_VERSIONS = ['apiserver.config.svc.io/v1', 'apiserver.config.svc.io/v1beta1', 'apiserver.config.svc.io/v1alpha1'];
+export const MAX_JWT_AUTHENTICATORS = 64;
+/** Domains whose extra keys belong to the server itself. */
+const RESERVED_EXTRA_DOMAINS = ['svc.io', 'k8s.io', 'kubernetes.io'];
+
+export class AuthenticationConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AuthenticationConfigError';
+  }
+}
+
+export interface AnonymousSettings {
+  enabled: boolean;
+  /** When set, only these paths accept anonymous requests. */
+  paths?: string[];
+}
+
+export interface AuthenticationConfig {
+  jwt: JwtIssuerSettings[];
+  anonymous?: AnonymousSettings;
+}
+
+type Json = Record<string, unknown>;
+
+class Reader {
+  readonly problems: string[] = [];
+
+  problem(field: string, message: string): void {
+    this.problems.push(`${field}: ${message}`);
+  }
+
+  object(value: unknown, field: string): Json | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      this.problem(field, 'Invalid value: must be an object');
+      return undefined;
+    }
+    return value as Json;
+  }
+
+  list(value: unknown, field: string): unknown[] {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) {
+      this.problem(field, 'Invalid value: must be a list');
+      return [];
+    }
+    return value;
+  }
+
+  string(value: unknown, field: string): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'string') {
+      this.problem(field, 'Invalid value: must be a string');
+      return undefined;
+    }
+    return value;
+  }
+
+  expression(source: string, field: string) {
+    try {
+      return compileExpression(source, field);
+    } catch (err) {
+      if (err instanceof CelCompileError) {
+        this.problems.push(err.message);
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  /** `claim` + `prefix`, or `expression`; `prefixRequired` as for username and groups. */
+  claimOrExpression(value: unknown, field: string, prefixRequired: boolean): ClaimOrExpression | undefined {
+    const m = this.object(value, field);
+    if (!m) return undefined;
+    const claim = this.string(m['claim'], `${field}.claim`);
+    const expression = this.string(m['expression'], `${field}.expression`);
+    const prefix = this.string(m['prefix'], `${field}.prefix`);
+    if (claim && expression) {
+      this.problem(field, 'Invalid value: claim and expression are mutually exclusive');
+      return undefined;
+    }
+    if (expression) {
+      if (prefix !== undefined) this.problem(`${field}.prefix`, 'Invalid value: may not be specified when expression is set');
+      const compiled = this.expression(expression, `${field}.expression`);
+      return compiled ? { expression: compiled } : undefined;
+    }
+    if (!claim) {
+      this.problem(field, 'Required value: claim or expression is required');
+      return undefined;
+    }
+    if (prefixRequired && prefix === undefined) this.problem(`${field}.prefix`, 'Required value: prefix is required when claim is set ("" for none)');
+    return { claim, prefix: prefix ?? '' };
+  }
+}
+
+function httpsUrl(r: Reader, value: string | undefined, field: string, required: boolean): string | undefined {
+  if (value === undefined || value === '') {
+    if (required) r.problem(field, 'Required value');
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    r.problem(field, `Invalid value: ${JSON.stringify(value)}: not a URL`);
+    return undefined;
+  }
+  if (url.protocol !== 'https:') r.problem(field, `Invalid value: ${JSON.stringify(value)}: URL scheme must be https`);
+  if (url.search !== '' || url.hash !== '' || url.username !== '') r.problem(field, `Invalid value: ${JSON.stringify(value)}: may not have a query, fragment or user`);
+  return value;
+}
+
+function readJwt(r: Reader, value: unknown, field: string, serviceAccountIssuers: string[]): JwtIssuerSettings | undefined {
+  const j = r.object(value, field);
+  if (!j) {
+    r.problem(field, 'Required value');
+    return undefined;
+  }
+  const issuer = r.object(j['issuer'], `${field}.issuer`) ?? {};
+  const url = httpsUrl(r, r.string(issuer['url'], `${field}.issuer.url`), `${field}.issuer.url`, true);
+  if (url && serviceAccountIssuers.includes(url)) r.problem(`${field}.issuer.url`, `Invalid value: ${JSON.stringify(url)}: may not be the service account issuer`);
+  const discoveryUrl = httpsUrl(r, r.string(issuer['discoveryURL'], `${field}.issuer.discoveryURL`), `${field}.issuer.discoveryURL`, false);
+  if (discoveryUrl && discoveryUrl === url) r.problem(`${field}.issuer.discoveryURL`, 'Invalid value: must differ from issuer.url');
+  const ca = r.string(issuer['certificateAuthority'], `${field}.issuer.certificateAuthority`);
+  if (ca !== undefined && !/-----BEGIN CERTIFICATE-----/.test(ca)) r.problem(`${field}.issuer.certificateAuthority`, 'Invalid value: must be a PEM bundle of certificates');
+  const audiences = r.list(issuer['audiences'], `${field}.issuer.audiences`).map((a, i) => r.string(a, `${field}.issuer.audiences[${i}]`) ?? '');
+  if (audiences.length === 0) r.problem(`${field}.issuer.audiences`, 'Required value: at least one audience is required');
+  audiences.forEach((a, i) => {
+    if (a === '') r.problem(`${field}.issuer.audiences[${i}]`, 'Required value');
+    if (audiences.indexOf(a) !== i) r.problem(`${field}.issuer.audiences[${i}]`, `Duplicate value: ${JSON.stringify(a)}`);
+  });
+  const policy = r.string(issuer['audienceMatchPolicy'], `${field}.issuer.audienceMatchPolicy`);
+  if (audiences.length > 1 && policy !== 'MatchAny') r.problem(`${field}.issuer.audienceMatchPolicy`, 'Required value: MatchAny is required when several audiences are listed');
+  if (policy !== undefined && policy !== '' && policy !== 'MatchAny') r.problem(`${field}.issuer.audienceMatchPolicy`, `Unsupported value: ${JSON.stringify(policy)}: supported values: "MatchAny"`);
+
+  const claimValidationRules: JwtIssuerSettings['claimValidationRules'] = [];
+  r.list(j['claimValidationRules'], `${field}.claimValidationRules`).forEach((raw, i) => {
+    const f = `${field}.claimValidationRules[${i}]`;
+    const rule = r.object(raw, f) ?? {};
+    const claim = r.string(rule['claim'], `${f}.claim`);
+    const requiredValue = r.string(rule['requiredValue'], `${f}.requiredValue`);
+    const expression = r.string(rule['expression'], `${f}.expression`);
+    const message = r.string(rule['message'], `${f}.message`) ?? '';
+    if (claim && expression) return r.problem(f, 'Invalid value: claim and expression are mutually exclusive');
+    if (expression) {
+      if (requiredValue !== undefined) r.problem(`${f}.requiredValue`, 'Invalid value: may not be specified when expression is set');
+      const compiled = r.expression(expression, `${f}.expression`);
+      if (compiled) claimValidationRules.push({ expression: compiled, message });
+      return;
+    }
+    if (!claim) return r.problem(f, 'Required value: claim or expression is required');
+    claimValidationRules.push({ claim, requiredValue: requiredValue ?? '' });
+  });
+
+  const mappings = r.object(j['claimMappings'], `${field}.claimMappings`);
+  if (!mappings) r.problem(`${field}.claimMappings`, 'Required value');
+  const m = mappings ?? {};
+  if (m['username'] === undefined) r.problem(`${field}.claimMappings.username`, 'Required value');
+  const username = m['username'] === undefined ? undefined : r.claimOrExpression(m['username'], `${field}.claimMappings.username`, true);
+  const usernameSource = (r.object(m['username'], `${field}.claimMappings.username`) ?? {})['expression'];
+  if (typeof usernameSource === 'string' && mentionsClaim(usernameSource, 'email') && !mentionsClaim(usernameSource, 'email_verified')) {
+    r.problem(`${field}.claimMappings.username.expression`, 'Invalid value: claims.email_verified must be used in claimMappings.username.expression or claimValidationRules when claims.email is used');
+  }
+  const groups = m['groups'] === undefined ? undefined : r.claimOrExpression(m['groups'], `${field}.claimMappings.groups`, true);
+  const uid = m['uid'] === undefined ? undefined : r.claimOrExpression(m['uid'], `${field}.claimMappings.uid`, false);
+  const extra: JwtIssuerSettings['extra'] = [];
+  const keys = new Set<string>();
+  r.list(m['extra'], `${field}.claimMappings.extra`).forEach((raw, i) => {
+    const f = `${field}.claimMappings.extra[${i}]`;
+    const e = r.object(raw, f) ?? {};
+    const key = r.string(e['key'], `${f}.key`) ?? '';
+    if (key === '') r.problem(`${f}.key`, 'Required value');
+    else if (key !== key.toLowerCase()) r.problem(`${f}.key`, `Invalid value: ${JSON.stringify(key)}: must be lowercase`);
+    else if (!/^[a-z0-9.-]+\.[a-z0-9-]+\/\S+$/.test(key)) r.problem(`${f}.key`, `Invalid value: ${JSON.stringify(key)}: must be a domain-prefixed path (such as "acme.io/foo")`);
+    else if (RESERVED_EXTRA_DOMAINS.some((d) => key.split('/')[0] === d || (key.split('/')[0] ?? '').endsWith(`.${d}`))) r.problem(`${f}.key`, `Invalid value: ${JSON.stringify(key)}: the domain is reserved`);
+    if (keys.has(key)) r.problem(`${f}.key`, `Duplicate value: ${JSON.stringify(key)}`);
+    keys.add(key);
+    const source = r.string(e['valueExpression'], `${f}.valueExpression`);
+    if (!source) return r.problem(`${f}.valueExpression`, 'Required value');
+    const compiled = r.expression(source, `${f}.valueExpression`);
+    if (compiled && key) extra.push({ key, valueExpression: compiled });
+  });
+
+  const userValidationRules: JwtIssuerSettings['userValidationRules'] = [];
+  r.list(j['userValidationRules'], `${field}.userValidationRules`).forEach((raw, i) => {
+    const f = `${field}.userValidationRules[${i}]`;
+    const rule = r.object(raw, f) ?? {};
+    const source = r.string(rule['expression'], `${f}.expression`);
+    if (!source) return r.problem(`${f}.expression`, 'Required value');
+    const compiled = r.expression(source, `${f}.expression`);
+    if (compiled) userValidationRules.push({ expression: compiled, message: r.string(rule['message'], `${f}.message`) ?? '' });
+  });
+
+  if (!url || !username) return undefined;
+  const settings: JwtIssuerSettings = {
+    url,
+    audiences,
+    algorithms: ASYMMETRIC_ALGORITHMS,
+    claimValidationRules,
+    username,
+    requireVerifiedEmail: true,
+    extra,
+    userValidationRules,
+  };
+  if (discoveryUrl) settings.discoveryUrl = discoveryUrl;
+  if (ca) settings.certificateAuthority = ca;
+  if (groups) settings.groups = groups;
+  if (uid) settings.uid = uid;
+  return settings;
+}
+
+/** Parses and validates a configuration document; `file` names it in errors. */
+export function parseAuthenticationConfig(text: string, file: string, serviceAccountIssuers: string[] = []): AuthenticationConfig {
+  let doc: unknown;
+  try {
+    doc = load(text);
+  } catch (err) {
+    throw new AuthenticationConfigError(`${file}: ${(err as Error).message.split('\n')[0] ?? 'cannot be parsed'}`);
+  }
+  const r = new Reader();
+  const root = r.object(doc, '<root>');
+  if (!root) throw new AuthenticationConfigError(`${file}: not an AuthenticationConfiguration document`);
+  if (!AUTHENTICATION_CONFIG_VERSIONS.includes(String(root['apiVersion']))) {
+    r.problem('apiVersion', `Unsupported value: ${JSON.stringify(root['apiVersion'])}: supported values: ${AUTHENTICATION_CONFIG_VERSIONS.map((v) => JSON.stringify(v)).join(', ')}`);
+  }
+  if (root['kind'] !== 'AuthenticationConfiguration') r.problem('kind', `Unsupported value: ${JSON.stringify(root['kind'])}: supported values: "AuthenticationConfiguration"`);
+  const entries = r.list(root['jwt'], 'jwt');
+  if (entries.length > MAX_JWT_AUTHENTICATORS) r.problem('jwt', `Too many: ${entries.length}: must have at most ${MAX_JWT_AUTHENTICATORS} items`);
+  const jwt: JwtIssuerSettings[] = [];
+  const urls = new Set<string>();
+  const discoveryUrls = new Set<string>();
+  entries.slice(0, MAX_JWT_AUTHENTICATORS).forEach((raw, i) => {
+    const settings = readJwt(r, raw, `jwt[${i}]`, serviceAccountIssuers);
+    if (!settings) return;
+    if (urls.has(settings.url)) r.problem(`jwt[${i}].issuer.url`, `Duplicate value: ${JSON.stringify(settings.url)}`);
+    if (settings.discoveryUrl && discoveryUrls.has(settings.discoveryUrl)) r.problem(`jwt[${i}].issuer.discoveryURL`, `Duplicate value: ${JSON.stringify(settings.discoveryUrl)}`);
+    urls.add(settings.url);
+    if (settings.discoveryUrl) discoveryUrls.add(settings.discoveryUrl);
+    jwt.push(settings);
+  });
+  const config: AuthenticationConfig = { jwt };
+  const anon = r.object(root['anonymous'], 'anonymous');
+  if (anon) {
+    if (typeof anon['enabled'] !== 'boolean') r.problem('anonymous.enabled', 'Required value: must be true or false');
+    const paths = r.list(anon['conditions'], 'anonymous.conditions').map((c, i) => {
+      const p = r.string(r.object(c, `anonymous.conditions[${i}]`)?.['path'], `anonymous.conditions[${i}].path`) ?? '';
+      if (!p.startsWith('/')) r.problem(`anonymous.conditions[${i}].path`, `Invalid value: ${JSON.stringify(p)}: must be an absolute path`);
+      return p;
+    });
+    if (paths.length > 0 && anon['enabled'] !== true) r.problem('anonymous.conditions', 'Invalid value: conditions may only be set when anonymous is enabled');
+    config.anonymous = { enabled: anon['enabled'] === true, ...(anon['conditions'] !== undefined ? { paths } : {}) };
+  }
+  if (r.problems.length > 0) throw new AuthenticationConfigError(`${file}: ${r.problems.join('; ')}`);
+  return config;
+}
+
+export function readAuthenticationConfig(file: string, serviceAccountIssuers: string[] = []): AuthenticationConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AuthenticationConfigError(`${file}: ${(err as Error).message}`);
+  }
+  return parseAuthenticationConfig(text, file, serviceAccountIssuers);
+}
