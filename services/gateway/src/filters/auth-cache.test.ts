@@ -14,7 +14,8 @@ const quiet = createLogger('test', { write: () => undefined });
 const info = { isResourceRequest: true, verb: 'list', path: '/api/v1/namespaces/a/configmaps', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '', parts: [], query: new URLSearchParams(), segments: ['api', 'v1', 'namespaces', 'a', 'configmaps'] };
 
 function request(headers: Record<string, string>): Request {
-  const req = { headers, method: 'GET', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;
+  const headersDistinct = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]]));
+  const req = { headers, headersDistinct, method: 'GET', socket: { remoteAddress: '127.0.0.1' } } as unknown as Request;
   initRequestState(req, 'r1', quiet);
   withRequestInfo(req, info);
   return req;
@@ -23,6 +24,7 @@ function request(headers: Record<string, string>): Request {
 function deps(calls: { authn: number; authz: number }, opts: { ttlMs: number; allow: boolean }): GatewayDeps {
   return {
     limits: { ...DEFAULT_LIMITS, authnCacheTtlMs: opts.ttlMs, authzCacheTtlMs: opts.ttlMs },
+    proxyHeaders: { names: [], prefixes: [] },
     authn: {
       authenticate: async (input: { headers: Record<string, string[]> }) => {
         calls.authn++;
