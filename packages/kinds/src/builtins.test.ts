@@ -46,6 +46,10 @@ describe('builtinResources', () => {
       'authentication.svc.io/v1/selfsubjectreviews:SelfSubjectReview',
       'authentication.svc.io/v1beta1/tokenreviews:TokenReview',
       'authentication.svc.io/v1beta1/selfsubjectreviews:SelfSubjectReview',
+      'rbac.authorization.svc.io/v1/clusterroles:ClusterRole',
+      'rbac.authorization.svc.io/v1/clusterrolebindings:ClusterRoleBinding',
+      'rbac.authorization.svc.io/v1/roles:Role',
+      'rbac.authorization.svc.io/v1/rolebindings:RoleBinding',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
       namespaces: ['ns'],
@@ -53,6 +57,10 @@ describe('builtinResources', () => {
       secrets: [],
       selfsubjectreviews: [],
       tokenreviews: [],
+      clusterroles: [],
+      clusterrolebindings: [],
+      roles: [],
+      rolebindings: [],
       serviceaccounts: ['sa'],
       pods: ['po'],
       services: ['svc'],
@@ -62,7 +70,7 @@ describe('builtinResources', () => {
       leases: [],
     });
     expect(defs.filter((d) => d.categories.includes('all')).map((d) => d.plural)).toEqual(['pods', 'services']);
-    expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual(['namespaces', 'nodes']);
+    expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual(['namespaces', 'nodes', 'clusterroles', 'clusterrolebindings']);
     expect(defs.filter((d) => d.virtual).every((d) => !d.namespaced && d.verbs.join() === 'create')).toBe(true);
     for (const d of defs) {
       expect(d.listKind).toBe(`${d.kind}List`);

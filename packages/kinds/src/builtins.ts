@@ -7,6 +7,7 @@ import { leaseDefinition } from './lease';
 import { namespaceDefinition } from './namespace';
 import { nodeDefinition } from './node';
 import { podDefinition } from './pod';
+import { rbacDefinitions } from './rbac';
 import { secretDefinition } from './secret';
 import { serviceDefinition } from './service';
 import { serviceAccountDefinition } from './service-account';
@@ -25,6 +26,7 @@ export function builtinResources(): ResourceDefinition[] {
     eventDefinition(),
     leaseDefinition(),
     ...authenticationDefinitions(),
+    ...rbacDefinitions(),
   ];
 }
 

@@ -233,6 +233,7 @@ describe('documents follow the registry', () => {
         'apis/coordination.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/coordination.svc.io/v1?hash=coordination.svc.io-v1' },
         'apis/authentication.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1?hash=authentication.svc.io-v1' },
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
+        'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
       },
     });
   });
@@ -315,6 +316,13 @@ describe('discovery documents', () => {
             { groupVersion: 'authentication.svc.io/v1beta1', version: 'v1beta1' },
           ],
           preferredVersion: { groupVersion: 'authentication.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'rbac.authorization.svc.io',
+          versions: [{ groupVersion: 'rbac.authorization.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'rbac.authorization.svc.io/v1', version: 'v1' },
         },
       ],
     });

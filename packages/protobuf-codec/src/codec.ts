@@ -20,6 +20,8 @@ const PACKAGES: Record<string, string> = {
   // SelfSubjectReview); the messages are the same.
   'authentication.k8s.io/v1': 'svc.api.authentication.v1',
   'authentication.k8s.io/v1beta1': 'svc.api.authentication.v1beta1',
+  'rbac.authorization.svc.io/v1': 'svc.api.rbac.v1',
+  'rbac.authorization.k8s.io/v1': 'svc.api.rbac.v1',
 };
 
 /** Kinds of the meta group that any group/version may return (errors). */

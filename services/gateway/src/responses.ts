@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { logFrom, warningsFrom, queryValues } from './context';
+import { logFrom, warningsFrom, queryValues, parsedRequestInfoFrom } from './context';
 import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
 import { parseBoolParam } from './query-bool';
@@ -43,7 +43,32 @@ function pretty(req: Request): boolean {
   return parseBoolParam(queryValues(req, 'pretty'));
 }
 
-export function encodeBody(req: Request, body: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {
+/**
+ * The body as the client named its group. A request that used the upstream
+ * name of one of our groups (`/apis/rbac.authorization.k8s.io/...`) gets
+ * objects whose `apiVersion` says that group too, so clients built against
+ * the upstream types decode them; everything else is untouched. Objects are
+ * copied, never changed in place.
+ */
+export function presentAs(req: Request, body: unknown): unknown {
+  const info = parsedRequestInfoFrom(req);
+  if (!info?.requestedGroup || typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const ours = `${info.apiGroup}/${info.apiVersion}`;
+  const theirs = `${info.requestedGroup}/${info.apiVersion}`;
+  const rename = (value: unknown): unknown => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+    const obj = value as Record<string, unknown>;
+    let out = obj;
+    if (obj['apiVersion'] === ours) out = { ...out, apiVersion: theirs };
+    if (Array.isArray(obj['items'])) out = { ...out, items: (obj['items'] as unknown[]).map(rename) };
+    if (typeof obj['type'] === 'string' && typeof obj['object'] === 'object') out = { ...out, object: rename(obj['object']) };
+    return out;
+  };
+  return rename(body);
+}
+
+export function encodeBody(req: Request, rawBody: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {
+  const body = presentAs(req, rawBody);
   switch (format.kind) {
     case 'yaml':
       return Buffer.from(yaml.dump(body, { noRefs: true, lineWidth: -1 }));
@@ -68,7 +93,7 @@ export function writeBody(req: Request, res: Response, code: number, body: unkno
  * saves parsing and encoding it again.
  */
 export function writeStored(req: Request, res: Response, code: number, stored: StoredResult, format: OutputFormat, protobuf?: ProtobufCodec): void {
-  const raw = format.kind === 'json' && !pretty(req) ? stored.json : undefined;
+  const raw = format.kind === 'json' && !pretty(req) && !parsedRequestInfoFrom(req)?.requestedGroup ? stored.json : undefined;
   if (!raw) {
     writeBody(req, res, code, stored.object, format, protobuf);
     return;

@@ -1,3 +1,4 @@
+import { canonicalGroup } from './request-info';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
@@ -89,9 +90,17 @@ function validateName(def: ResourceDefinition, name: string, field: string): Sta
   }
 }
 
-/** Checks apiVersion and kind of a body sent to an endpoint. */
+/**
+ * Checks apiVersion and kind of a body sent to an endpoint. A body that
+ * names the upstream name of the group (`rbac.authorization.k8s.io/v1`) is
+ * taken as ours and stored under our name.
+ */
 export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
   const gv = groupVersion(def);
+  if (typeof obj.apiVersion === 'string' && obj.apiVersion !== gv) {
+    const slash = obj.apiVersion.indexOf('/');
+    if (slash > 0 && `${canonicalGroup(obj.apiVersion.slice(0, slash))}${obj.apiVersion.slice(slash)}` === gv) obj.apiVersion = gv;
+  }
   if (obj.apiVersion !== undefined && obj.apiVersion !== gv) {
     throw ApiError.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
   }

@@ -11,7 +11,7 @@ import {
 } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { logFrom, queryValues } from '../context';
-import { encodeBody } from '../responses';
+import { encodeBody, presentAs } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
@@ -101,7 +101,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
       payload = toTable(r.def, [object as ApiObject], format.group, format.version, include);
     }
     if (format.kind === 'protobuf' && r.deps.protobuf) {
-      res.write(r.deps.protobuf.encodeWatchEvent(type, payload as ApiObject));
+      res.write(r.deps.protobuf.encodeWatchEvent(type, presentAs(req, payload) as ApiObject));
     } else {
       const line = encodeBody(req, { type, object: payload }, { kind: 'json', mediaType: 'application/json' }, undefined);
       res.write(Buffer.concat([line, Buffer.from('\n')]));
