@@ -151,7 +151,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,
-      `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`,
+      `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`,
       `--storage-address=${addresses['storage']}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
@@ -161,7 +161,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
     await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
-    await launch('authz', 'authz', [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'AlwaysDeny'}`], addresses['authz'] as string);
+    await launch(
+      'authz',
+      'authz',
+      [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`],
+      addresses['authz'] as string,
+    );
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
     for (const [i, addr] of fanoutAddresses.entries()) {
       await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);

@@ -35,7 +35,7 @@ export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
 export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
 export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
 
-export const MODES = ['AlwaysAllow', 'AlwaysDeny'] as const;
+export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'RBAC'] as const;
 export type Mode = (typeof MODES)[number];
 
 export class AuthorizationConfigError extends Error {
@@ -59,8 +59,20 @@ export function parseModes(value: string): Mode[] {
   return modes as Mode[];
 }
 
-export function chain(modes: Mode[]): Authorizer {
-  const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...modes.map((m) => (m === 'AlwaysAllow' ? alwaysAllow : alwaysDeny))];
+/** The authorizer of each mode that needs state (RBAC's policy). */
+export interface ModeAuthorizers {
+  RBAC?: Authorizer;
+}
+
+export function chain(modes: Mode[], stateful: ModeAuthorizers = {}): Authorizer {
+  const of = (m: Mode): Authorizer => {
+    if (m === 'AlwaysAllow') return alwaysAllow;
+    if (m === 'AlwaysDeny') return alwaysDeny;
+    const a = stateful[m];
+    if (!a) throw new AuthorizationConfigError(`authorization mode ${m} has no authorizer`);
+    return a;
+  };
+  const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...modes.map(of)];
   return async (attrs) => {
     const reasons: string[] = [];
     for (const authorize of authorizers) {

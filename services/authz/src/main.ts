@@ -3,4 +3,12 @@ import { parseModes } from './authorizer';
 import { AUTHZ_FLAGS } from './flags';
 import { start } from './server';
 
-runMain('authz', AUTHZ_FLAGS, (flags) => start({ listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), modes: parseModes(flags.get('authorization-mode')) }));
+runMain('authz', AUTHZ_FLAGS, (flags) =>
+  start({
+    listen: flags.get('listen'),
+    internalTls: internalTlsFromFlags(flags),
+    modes: parseModes(flags.get('authorization-mode')),
+    ...(flags.get('storage-address') ? { storageAddress: flags.get('storage-address') } : {}),
+    ...(flags.get('watch-fanout-address') ? { watchFanoutAddress: flags.get('watch-fanout-address') } : {}),
+  }),
+);

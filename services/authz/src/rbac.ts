@@ -118,6 +118,13 @@ export class RbacPolicy {
     return b.subjects.map((s) => (s.kind === 'ServiceAccount' ? `ServiceAccount:${s.namespace || b.namespace}/${s.name}` : `${s.kind}:${s.name}`));
   }
 
+  clear(): void {
+    this.roles.clear();
+    this.clusterRoles.clear();
+    this.bindings.clear();
+    this.bySubject.clear();
+  }
+
   setRole(namespace: string, name: string, rules: PolicyRule[]): void {
     this.roles.set(`${namespace}/${name}`, rules);
   }

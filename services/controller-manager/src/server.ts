@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
 import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
 import { ApiClient, loadKubeconfig, type Credentials } from './client';
+import { ClusterRoleAggregation, RbacBootstrap } from './rbac-controllers';
 import { NamespaceController } from './namespace-controller';
 import { ServiceAccountController } from './service-account-controller';
 
@@ -20,7 +21,7 @@ export interface ControllerManagerConfig {
 }
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
-export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount'];
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation'];
 export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
 
 /**
@@ -96,6 +97,8 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     const kubeconfig = clusterInfoKubeconfig(creds, config.clusterInfoServer);
     running.push(Object.assign(new BootstrapSigner(client, log.with({ controller: 'bootstrapsigner' }), { resyncMs, clusterInfoKubeconfig: kubeconfig }), { name: 'bootstrapsigner' }));
   }
+  if (enabled.has('rbac-bootstrap')) running.push(Object.assign(new RbacBootstrap(client, log.with({ controller: 'rbac-bootstrap' })), { name: 'rbac-bootstrap' }));
+  if (enabled.has('clusterrole-aggregation')) running.push(Object.assign(new ClusterRoleAggregation(client, log.with({ controller: 'clusterrole-aggregation' }), { resyncMs }), { name: 'clusterrole-aggregation' }));
   if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(client, log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];

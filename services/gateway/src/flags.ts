@@ -19,7 +19,7 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'requestheader-group-headers': { description: "The authenticating proxy's group headers, forwarded to authn", default: '' },
   'requestheader-extra-headers-prefix': { description: "The authenticating proxy's extra header prefixes, forwarded to authn", default: '' },
   'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
-  'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables)', default: '10' },
+  'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables); also how long a policy change may take to reach this gateway', default: '1' },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
   'max-watches': { description: 'Watches served at once; more are answered 429 with Retry-After', default: '10000' },
   'watch-buffer-bytes': { description: 'Bytes a watch may hold unsent (a slow client) before it is ended; the client re-watches from its last resourceVersion', default: String(16 * 1024 * 1024) },

@@ -55,7 +55,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   backendTimeoutMs: 30000,
   maxWatchSeconds: 1800,
   authnCacheTtlMs: 10000,
-  authzCacheTtlMs: 10000,
+  authzCacheTtlMs: 1000,
   maxWatches: 10000,
   watchBufferBytes: 16 * 1024 * 1024,
 };

@@ -6,7 +6,7 @@ import { EtcdStore } from './etcd-store';
 import { etcdTlsOptions, type EtcdTlsFiles } from './etcd-options';
 
 /** Who may call this service (the identities of the internal certificates). */
-const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout', 'authn'];
+const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout', 'authn', 'authz'];
 
 export interface StorageConfig {
   /** gRPC listen address, host:port (port 0 picks a free one). */

@@ -11,7 +11,7 @@ import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 import { Publisher, setResourceVersion } from './publisher';
 
 /** Who may call this service (the identities of the internal certificates). */
-const ALLOWED_CALLERS = ['gateway'];
+const ALLOWED_CALLERS = ['gateway', 'authz'];
 
 export interface WatchFanoutConfig {
   listen: string;

@@ -532,6 +532,8 @@ describe('deploy/kubernetes', () => {
         'admission -> storage:7101',
         'watch-fanout -> storage:7101',
         'authn -> storage:7101',
+        'authz -> storage:7101',
+        'authz -> watch-fanout:7105',
         'gateway -> authn:7102',
         'gateway -> authz:7103',
         'gateway -> admission:7104',

@@ -93,12 +93,14 @@ describe('internal trust boundaries', () => {
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca), nameOverride)).toBe(grpc.status.UNAVAILABLE);
     const stranger = ensureInternalPki(strangerDir).identities.gateway;
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca, fs.readFileSync(stranger.key), fs.readFileSync(stranger.cert)), nameOverride)).toBe(grpc.status.UNAVAILABLE);
-    // A certificate of the right CA but another role: authz may call nobody, storage may call nobody.
-    const other: InternalIdentity = target.name === 'storage' ? 'authz' : 'storage';
+    // A certificate of the right CA but another role: storage may call nobody, nor may admission call storage's peers.
+    const other: InternalIdentity = target.name === 'storage' ? 'storage' : 'admission';
     expect(await call(...(channelTo(target.address(), target.identity, tlsOf(other)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.PERMISSION_DENIED);
-    // Storage also serves the services that read objects: admission, watch-fanout, and authn (service-account lookup).
-    if (target.name === 'storage') {
-      for (const caller of ['admission', 'watch-fanout', 'authn'] as InternalIdentity[]) {
+    // Storage also serves the services that read objects: admission, watch-fanout, authn (service-account lookup)
+    // and authz (RBAC policy); watch-fanout also serves authz (policy changes).
+    const readers: Record<string, InternalIdentity[]> = { storage: ['admission', 'watch-fanout', 'authn', 'authz'], 'watch-fanout': ['authz'] };
+    if (readers[target.name]) {
+      for (const caller of readers[target.name] as InternalIdentity[]) {
         expect(await call(...(channelTo(target.address(), target.identity, tlsOf(caller)).slice(1) as [grpc.ChannelCredentials, grpc.ClientOptions]))).toBe(grpc.status.OK);
       }
     }

@@ -1,0 +1,177 @@
+import type { ApiObject } from '@svc/apimachinery';
+
+/**
+ * The default roles and bindings (SPEC section 5, "RBAC rules" 7): created
+ * when missing and given back any missing rule or subject on every start of
+ * the controller-manager, unless annotated
+ * `rbac.authorization.svc.io/autoupdate: "false"`. All carry the label
+ * `svc.io/bootstrapping=rbac-defaults`.
+ */
+export const BOOTSTRAP_LABEL = 'svc.io/bootstrapping';
+export const BOOTSTRAP_LABEL_VALUE = 'rbac-defaults';
+export const AUTOUPDATE_ANNOTATION = 'rbac.authorization.svc.io/autoupdate';
+export const AGGREGATE_TO = (role: 'admin' | 'edit' | 'view'): string => `rbac.authorization.svc.io/aggregate-to-${role}`;
+const RBAC = 'rbac.authorization.svc.io';
+const API = `${RBAC}/v1`;
+
+interface Rule {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+const READ = ['get', 'list', 'watch'];
+const WRITE = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+
+function meta(name: string, labels: Record<string, string> = {}, namespace?: string): ApiObject['metadata'] {
+  return {
+    name,
+    ...(namespace ? { namespace } : {}),
+    labels: { [BOOTSTRAP_LABEL]: BOOTSTRAP_LABEL_VALUE, ...labels },
+    annotations: { [AUTOUPDATE_ANNOTATION]: 'true' },
+  };
+}
+
+function clusterRole(name: string, rules: Rule[], labels: Record<string, string> = {}, aggregateFrom?: string): ApiObject {
+  return {
+    apiVersion: API,
+    kind: 'ClusterRole',
+    metadata: meta(name, labels),
+    rules,
+    ...(aggregateFrom ? { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { [aggregateFrom]: 'true' } }] } } : {}),
+  };
+}
+
+function clusterRoleBinding(name: string, role: string, groups: string[], users: string[] = []): ApiObject {
+  return {
+    apiVersion: API,
+    kind: 'ClusterRoleBinding',
+    metadata: meta(name),
+    roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: role },
+    subjects: [...groups.map((g) => ({ kind: 'Group', apiGroup: RBAC, name: g })), ...users.map((u) => ({ kind: 'User', apiGroup: RBAC, name: u }))],
+  };
+}
+
+const CORE_WORKLOADS = ['pods', 'services', 'configmaps', 'endpoints', 'serviceaccounts', 'events'];
+
+/** Every default object, cluster roles first, then bindings, then the public namespace's. */
+export function defaultRbacObjects(): ApiObject[] {
+  return [
+    clusterRole('cluster-admin', [
+      { verbs: ['*'], apiGroups: ['*'], resources: ['*'] },
+      { verbs: ['*'], nonResourceURLs: ['*'] },
+    ]),
+    clusterRole('admin', [], {}, AGGREGATE_TO('admin')),
+    clusterRole('edit', [], { [AGGREGATE_TO('admin')]: 'true' }, AGGREGATE_TO('edit')),
+    clusterRole('view', [], { [AGGREGATE_TO('edit')]: 'true' }, AGGREGATE_TO('view')),
+    clusterRole(
+      'system:aggregate-to-admin',
+      [
+        { verbs: [...READ, ...WRITE], apiGroups: [RBAC], resources: ['roles', 'rolebindings'] },
+        { verbs: ['create'], apiGroups: ['authorization.svc.io'], resources: ['localsubjectaccessreviews'] },
+      ],
+      { [AGGREGATE_TO('admin')]: 'true' },
+    ),
+    clusterRole(
+      'system:aggregate-to-edit',
+      [
+        { verbs: WRITE, apiGroups: [''], resources: [...CORE_WORKLOADS, 'secrets', 'pods/status'] },
+        { verbs: [...READ], apiGroups: [''], resources: ['secrets'] },
+        { verbs: ['create'], apiGroups: [''], resources: ['serviceaccounts/token'] },
+        { verbs: ['impersonate'], apiGroups: [''], resources: ['serviceaccounts'] },
+        { verbs: [...READ, ...WRITE], apiGroups: ['coordination.svc.io'], resources: ['leases'] },
+      ],
+      { [AGGREGATE_TO('edit')]: 'true' },
+    ),
+    clusterRole(
+      'system:aggregate-to-view',
+      [
+        { verbs: READ, apiGroups: [''], resources: [...CORE_WORKLOADS, 'pods/log', 'pods/status', 'services/status', 'namespaces/status'] },
+        { verbs: ['get'], apiGroups: [''], resources: ['namespaces'] },
+        { verbs: READ, apiGroups: ['coordination.svc.io'], resources: ['leases'] },
+        { verbs: READ, apiGroups: ['events.svc.io'], resources: ['events'] },
+      ],
+      { [AGGREGATE_TO('view')]: 'true' },
+    ),
+    clusterRole('system:basic-user', [
+      { verbs: ['create'], apiGroups: ['authentication.svc.io'], resources: ['selfsubjectreviews'] },
+      { verbs: ['create'], apiGroups: ['authorization.svc.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'] },
+    ]),
+    clusterRole('system:discovery', [{ verbs: ['get'], nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', '/version', '/version/', '/healthz', '/livez', '/readyz'] }]),
+    clusterRole('system:public-info-viewer', [{ verbs: ['get'], nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'] }]),
+    clusterRole('system:monitoring', [{ verbs: ['get'], nonResourceURLs: ['/metrics', '/metrics/*', '/healthz', '/healthz/*', '/livez', '/livez/*', '/readyz', '/readyz/*'] }]),
+    clusterRole('system:auth-delegator', [
+      { verbs: ['create'], apiGroups: ['authentication.svc.io'], resources: ['tokenreviews'] },
+      { verbs: ['create'], apiGroups: ['authorization.svc.io'], resources: ['subjectaccessreviews'] },
+    ]),
+    clusterRoleBinding('cluster-admin', 'cluster-admin', ['system:masters']),
+    clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
+    clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),
+    clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', ['system:authenticated', 'system:unauthenticated']),
+    clusterRoleBinding('system:monitoring', 'system:monitoring', ['system:monitoring']),
+    // The public cluster-info ConfigMap is readable without credentials (SPEC section 2).
+    {
+      apiVersion: API,
+      kind: 'Role',
+      metadata: meta('system:public-cluster-info-reader', {}, 'svc-public'),
+      rules: [{ verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'] }],
+    },
+    {
+      apiVersion: API,
+      kind: 'RoleBinding',
+      metadata: meta('system:public-cluster-info-reader', {}, 'svc-public'),
+      roleRef: { apiGroup: RBAC, kind: 'Role', name: 'system:public-cluster-info-reader' },
+      subjects: [
+        { kind: 'User', apiGroup: RBAC, name: 'system:anonymous' },
+        { kind: 'Group', apiGroup: RBAC, name: 'system:authenticated' },
+      ],
+    },
+  ];
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * What a stored default needs to be whole again: its missing rules (or, for
+ * a binding, subjects), labels and annotations added, nothing of the
+ * owner's removed. Undefined when nothing is missing or the object opted
+ * out of updates.
+ */
+export function reconcileDefault(stored: ApiObject, wanted: ApiObject): ApiObject | undefined {
+  if (stored.metadata?.annotations?.[AUTOUPDATE_ANNOTATION] === 'false') return undefined;
+  const out: ApiObject = { ...stored, metadata: { ...stored.metadata } };
+  let changed = false;
+  for (const field of ['rules', 'subjects'] as const) {
+    const want = (wanted[field] ?? []) as unknown[];
+    const have = Array.isArray(stored[field]) ? [...(stored[field] as unknown[])] : [];
+    // Aggregated roles get their rules from the aggregation controller.
+    if (field === 'rules' && wanted['aggregationRule']) continue;
+    for (const item of want) {
+      if (!have.some((h) => sameJson(h, item))) {
+        have.push(item);
+        changed = true;
+      }
+    }
+    if (wanted[field] !== undefined) out[field] = have;
+  }
+  if (wanted['aggregationRule'] && !sameJson(stored['aggregationRule'], wanted['aggregationRule'])) {
+    out['aggregationRule'] = wanted['aggregationRule'];
+    changed = true;
+  }
+  for (const key of ['labels', 'annotations'] as const) {
+    const want = (wanted.metadata?.[key] ?? {}) as Record<string, string>;
+    const have = { ...((stored.metadata?.[key] ?? {}) as Record<string, string>) };
+    for (const [k, v] of Object.entries(want)) {
+      if (have[k] === undefined) {
+        have[k] = v;
+        changed = true;
+      }
+    }
+    (out.metadata as Record<string, unknown>)[key] = have;
+  }
+  return changed ? out : undefined;
+}
