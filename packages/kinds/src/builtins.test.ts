@@ -50,6 +50,9 @@ describe('builtinResources', () => {
       'rbac.authorization.svc.io/v1/clusterrolebindings:ClusterRoleBinding',
       'rbac.authorization.svc.io/v1/roles:Role',
       'rbac.authorization.svc.io/v1/rolebindings:RoleBinding',
+      'authorization.svc.io/v1/subjectaccessreviews:SubjectAccessReview',
+      'authorization.svc.io/v1/localsubjectaccessreviews:LocalSubjectAccessReview',
+      'authorization.svc.io/v1/selfsubjectaccessreviews:SelfSubjectAccessReview',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
       namespaces: ['ns'],
@@ -61,6 +64,9 @@ describe('builtinResources', () => {
       clusterrolebindings: [],
       roles: [],
       rolebindings: [],
+      subjectaccessreviews: [],
+      localsubjectaccessreviews: [],
+      selfsubjectaccessreviews: [],
       serviceaccounts: ['sa'],
       pods: ['po'],
       services: ['svc'],
@@ -71,7 +77,7 @@ describe('builtinResources', () => {
     });
     expect(defs.filter((d) => d.categories.includes('all')).map((d) => d.plural)).toEqual(['pods', 'services']);
     expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual(['namespaces', 'nodes', 'clusterroles', 'clusterrolebindings']);
-    expect(defs.filter((d) => d.virtual).every((d) => !d.namespaced && d.verbs.join() === 'create')).toBe(true);
+    expect(defs.filter((d) => d.virtual).every((d) => d.verbs.join() === 'create')).toBe(true);
     for (const d of defs) {
       expect(d.listKind).toBe(`${d.kind}List`);
       expect(d.openApiName).toBe(`io.svc.api.${d.group ? d.group.split('.')[0] : 'core'}.${d.version}.${d.kind}`);

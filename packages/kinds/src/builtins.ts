@@ -1,5 +1,6 @@
 import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
 import { authenticationDefinitions } from './authentication';
+import { authorizationDefinitions } from './authorization';
 import { configMapDefinition } from './config-map';
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
@@ -27,6 +28,7 @@ export function builtinResources(): ResourceDefinition[] {
     leaseDefinition(),
     ...authenticationDefinitions(),
     ...rbacDefinitions(),
+    ...authorizationDefinitions(),
   ];
 }
 

@@ -234,6 +234,7 @@ describe('documents follow the registry', () => {
         'apis/authentication.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1?hash=authentication.svc.io-v1' },
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
+        'apis/authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authorization.svc.io/v1?hash=authorization.svc.io-v1' },
       },
     });
   });
@@ -323,6 +324,13 @@ describe('discovery documents', () => {
           name: 'rbac.authorization.svc.io',
           versions: [{ groupVersion: 'rbac.authorization.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'rbac.authorization.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'authorization.svc.io',
+          versions: [{ groupVersion: 'authorization.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'authorization.svc.io/v1', version: 'v1' },
         },
       ],
     });

@@ -21,6 +21,8 @@ const PACKAGES: Record<string, string> = {
   'authentication.k8s.io/v1': 'svc.api.authentication.v1',
   'authentication.k8s.io/v1beta1': 'svc.api.authentication.v1beta1',
   'rbac.authorization.svc.io/v1': 'svc.api.rbac.v1',
+  'authorization.svc.io/v1': 'svc.api.authorization.v1',
+  'authorization.k8s.io/v1': 'svc.api.authorization.v1',
   'rbac.authorization.k8s.io/v1': 'svc.api.rbac.v1',
 };
 
