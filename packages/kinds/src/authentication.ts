@@ -1,6 +1,7 @@
 import type { ResourceDefinition } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { objectSchema } from './object-meta';
+import { reviewDefinition } from './review';
 import { atomicList, bool, int64, mapOf, str, struct, time } from './schema-builders';
 
 /**
@@ -71,31 +72,10 @@ export const TOKEN_REQUEST_SCHEMA = objectSchema('TokenRequest requests a token 
   ),
 });
 
-function reviewDefinition(version: string, kind: string, plural: string, schema: Schema): ResourceDefinition {
-  return {
-    group: AUTHENTICATION_GROUP,
-    version,
-    kind,
-    listKind: `${kind}List`,
-    plural,
-    singular: plural.slice(0, -1),
-    shortNames: [],
-    categories: [],
-    namespaced: false,
-    verbs: ['create'],
-    subresources: [],
-    schema,
-    printerColumns: [],
-    strategy: {},
-    openApiName: `io.svc.api.authentication.${version}.${kind}`,
-    virtual: true,
-  };
-}
-
 /** TokenReview and SelfSubjectReview, v1 first (the preferred version), then v1beta1. */
 export function authenticationDefinitions(): ResourceDefinition[] {
   return ['v1', 'v1beta1'].flatMap((version) => [
-    reviewDefinition(version, 'TokenReview', 'tokenreviews', TOKEN_REVIEW_SCHEMA),
-    reviewDefinition(version, 'SelfSubjectReview', 'selfsubjectreviews', SELF_SUBJECT_REVIEW_SCHEMA),
+    reviewDefinition(AUTHENTICATION_GROUP, version, 'TokenReview', 'tokenreviews', false, TOKEN_REVIEW_SCHEMA),
+    reviewDefinition(AUTHENTICATION_GROUP, version, 'SelfSubjectReview', 'selfsubjectreviews', false, SELF_SUBJECT_REVIEW_SCHEMA),
   ]);
 }

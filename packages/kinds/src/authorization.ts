@@ -1,4 +1,5 @@
 import type { ResourceDefinition } from '@svc/apimachinery';
+import { reviewDefinition } from './review';
 import type { Schema } from '@svc/merge';
 import { objectSchema } from './object-meta';
 import { atomicList, bool, mapOf, str, struct } from './schema-builders';
@@ -64,31 +65,10 @@ export const SELF_SUBJECT_ACCESS_REVIEW_SCHEMA = objectSchema('SelfSubjectAccess
   status: STATUS,
 });
 
-function review(kind: string, plural: string, namespaced: boolean, schema: Schema): ResourceDefinition {
-  return {
-    group: AUTHORIZATION_GROUP,
-    version: 'v1',
-    kind,
-    listKind: `${kind}List`,
-    plural,
-    singular: kind.toLowerCase(),
-    shortNames: [],
-    categories: [],
-    namespaced,
-    verbs: ['create'],
-    subresources: [],
-    schema,
-    printerColumns: [],
-    strategy: {},
-    openApiName: `io.svc.api.authorization.v1.${kind}`,
-    virtual: true,
-  };
-}
-
 export function authorizationDefinitions(): ResourceDefinition[] {
   return [
-    review('SubjectAccessReview', 'subjectaccessreviews', false, SUBJECT_ACCESS_REVIEW_SCHEMA),
-    review('LocalSubjectAccessReview', 'localsubjectaccessreviews', true, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA),
-    review('SelfSubjectAccessReview', 'selfsubjectaccessreviews', false, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA),
+    reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'SubjectAccessReview', 'subjectaccessreviews', false, SUBJECT_ACCESS_REVIEW_SCHEMA),
+    reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'LocalSubjectAccessReview', 'localsubjectaccessreviews', true, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA),
+    reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'SelfSubjectAccessReview', 'selfsubjectaccessreviews', false, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA),
   ];
 }
