@@ -65,10 +65,27 @@ export const SELF_SUBJECT_ACCESS_REVIEW_SCHEMA = objectSchema('SelfSubjectAccess
   status: STATUS,
 });
 
+export const SELF_SUBJECT_RULES_REVIEW_SCHEMA = objectSchema('SelfSubjectRulesReview lists the actions the requester may perform in a namespace.', {
+  spec: struct({ namespace: str('The namespace to list the rules of.') }, { description: 'The namespace.' }),
+  status: struct(
+    {
+      resourceRules: atomicList(
+        struct({ verbs: atomicList(str()), apiGroups: atomicList(str()), resources: atomicList(str()), resourceNames: atomicList(str()) }, { description: 'Allowed actions on resources.' }),
+        'Allowed actions on resources.',
+      ),
+      nonResourceRules: atomicList(struct({ verbs: atomicList(str()), nonResourceURLs: atomicList(str()) }, { description: 'Allowed actions on paths.' }), 'Allowed actions on non-resource paths.'),
+      incomplete: bool('True when some authorizer could not list its rules.'),
+      evaluationError: str('An error met while listing.'),
+    },
+    { description: 'Filled in by the server.' },
+  ),
+});
+
 export function authorizationDefinitions(): ResourceDefinition[] {
   return [
     reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'SubjectAccessReview', 'subjectaccessreviews', false, SUBJECT_ACCESS_REVIEW_SCHEMA),
     reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'LocalSubjectAccessReview', 'localsubjectaccessreviews', true, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA),
     reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'SelfSubjectAccessReview', 'selfsubjectaccessreviews', false, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA),
+    reviewDefinition(AUTHORIZATION_GROUP, 'v1', 'SelfSubjectRulesReview', 'selfsubjectrulesreviews', false, SELF_SUBJECT_RULES_REVIEW_SCHEMA),
   ];
 }

@@ -53,6 +53,7 @@ describe('builtinResources', () => {
       'authorization.svc.io/v1/subjectaccessreviews:SubjectAccessReview',
       'authorization.svc.io/v1/localsubjectaccessreviews:LocalSubjectAccessReview',
       'authorization.svc.io/v1/selfsubjectaccessreviews:SelfSubjectAccessReview',
+      'authorization.svc.io/v1/selfsubjectrulesreviews:SelfSubjectRulesReview',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
       namespaces: ['ns'],
@@ -67,6 +68,7 @@ describe('builtinResources', () => {
       subjectaccessreviews: [],
       localsubjectaccessreviews: [],
       selfsubjectaccessreviews: [],
+      selfsubjectrulesreviews: [],
       serviceaccounts: ['sa'],
       pods: ['po'],
       services: ['svc'],

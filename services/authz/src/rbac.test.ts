@@ -1,6 +1,6 @@
 import type { ApiObject, UserInfo } from '@svc/apimachinery';
 import type { Attributes } from './authorizer';
-import { RbacPolicy } from './rbac';
+import { RbacPolicy, uncoveredRules } from './rbac';
 
 const rule = (verbs: string[], apiGroups: string[], resources: string[], resourceNames: string[] = []) => ({ verbs, apiGroups, resources, resourceNames });
 const obj = (kind: string, name: string, namespace: string, body: Record<string, unknown>): [string, ApiObject] => [kind, { apiVersion: 'rbac.authorization.svc.io/v1', kind, metadata: { name, ...(namespace ? { namespace } : {}) }, ...body }];
@@ -163,5 +163,23 @@ describe('RBAC decisions', () => {
     expect(big.size.bindings).toBe(5000 + POLICY.filter(([k]) => k.endsWith('Binding')).length);
     expect(big.authorize(res(u('user4242'), 'get', 'configmaps', 'ns42', 'c')).decision).toBe('allow');
     expect(big.authorize(res(u('user4242'), 'get', 'configmaps', 'ns43', 'c')).decision).toBe('no-opinion');
+  });
+});
+
+describe('coverage (the escalation check)', () => {
+  const r = (verbs: string[], apiGroups: string[], resources: string[], resourceNames: string[] = [], nonResourceURLs: string[] = []) => ({ verbs, apiGroups, resources, resourceNames, nonResourceURLs });
+  test.each([
+    ['the same rule', [r(['get', 'list'], [''], ['pods'])], [r(['get'], [''], ['pods'])], 0],
+    ['a wildcard owner covers anything', [r(['*'], ['*'], ['*'])], [r(['delete'], ['apps'], ['deployments'], ['d'])], 0],
+    ['a wildcard is covered only by a wildcard', [r(['get', 'list'], [''], ['pods'])], [r(['*'], [''], ['pods'])], 1],
+    ['each verb counts', [r(['get'], [''], ['pods'])], [r(['get', 'delete'], [''], ['pods', 'secrets'])], 3],
+    ['names: an unnamed owner covers a named piece', [r(['get'], [''], ['configmaps'])], [r(['get'], [''], ['configmaps'], ['a', 'b'])], 0],
+    ['names: a named owner does not cover an unnamed piece', [r(['get'], [''], ['configmaps'], ['a'])], [r(['get'], [''], ['configmaps'])], 1],
+    ['names: only the named ones', [r(['get'], [''], ['configmaps'], ['a'])], [r(['get'], [''], ['configmaps'], ['a', 'b'])], 1],
+    ['*/status covers pods/status', [r(['get'], [''], ['*/status'])], [r(['get'], [''], ['pods/status'])], 0],
+    ['URLs with a trailing star', [r(['get'], [], [], [], ['/metrics/*'])], [r(['get'], [], [], [], ['/metrics/a', '/metrics/b/*', '/healthz'])], 1],
+    ['upstream group names are ours', [r(['list'], ['rbac.authorization.svc.io'], ['roles'])], [r(['list'], ['rbac.authorization.k8s.io'], ['roles'])], 0],
+  ])('%s', (_name, held, wanted, uncovered) => {
+    expect(uncoveredRules(held, wanted)).toHaveLength(uncovered);
   });
 });

@@ -231,3 +231,52 @@ export class RbacPolicy {
     return { roles: this.roles.size, clusterRoles: this.clusterRoles.size, bindings: this.bindings.size };
   }
 }
+
+/**
+ * The single-verb, single-group, single-resource (and single-name) pieces
+ * of a rule, or single-verb, single-URL pieces of a non-resource rule.
+ */
+export function ruleAtoms(rule: PolicyRule): PolicyRule[] {
+  const out: PolicyRule[] = [];
+  for (const verb of rule.verbs) {
+    for (const url of rule.nonResourceURLs) out.push({ verbs: [verb], apiGroups: [], resources: [], resourceNames: [], nonResourceURLs: [url] });
+    for (const group of rule.apiGroups) {
+      for (const resource of rule.resources) {
+        const names = rule.resourceNames.length > 0 ? rule.resourceNames.map((n) => [n]) : [[]];
+        for (const resourceNames of names) out.push({ verbs: [verb], apiGroups: [group], resources: [resource], resourceNames, nonResourceURLs: [] });
+      }
+    }
+  }
+  return out;
+}
+
+function resourceCovered(owner: string, servant: string): boolean {
+  if (owner === '*' || owner === servant) return true;
+  // `*/status` covers `pods/status`.
+  const slash = servant.indexOf('/');
+  return owner.startsWith('*/') && slash > 0 && owner.slice(1) === servant.slice(slash);
+}
+
+function urlCovered(owner: string, servant: string): boolean {
+  if (owner === '*' || owner === servant) return true;
+  return owner.endsWith('*') && servant.startsWith(owner.slice(0, -1));
+}
+
+/** Whether `owner` grants everything the single-piece rule `atom` does (a wildcard is covered only by a wildcard). */
+function atomCovered(owner: PolicyRule, atom: PolicyRule): boolean {
+  const verb = atom.verbs[0] as string;
+  if (!(owner.verbs.includes('*') || owner.verbs.includes(verb))) return false;
+  if (atom.nonResourceURLs.length > 0) return owner.nonResourceURLs.some((u) => urlCovered(u, atom.nonResourceURLs[0] as string));
+  const group = atom.apiGroups[0] as string;
+  const resource = atom.resources[0] as string;
+  if (!(owner.apiGroups.includes('*') || owner.apiGroups.includes(group))) return false;
+  if (!owner.resources.some((r) => resourceCovered(r, resource))) return false;
+  if (owner.resourceNames.length === 0) return true;
+  return atom.resourceNames.length === 1 && owner.resourceNames.includes(atom.resourceNames[0] as string);
+}
+
+/** The pieces of `wanted` that no rule of `held` covers (empty: the holder may grant all of them). */
+export function uncoveredRules(held: PolicyRule[], wanted: PolicyRule[]): PolicyRule[] {
+  const canonical = wanted.map((r) => ({ ...r, apiGroups: r.apiGroups.map(canonicalGroup) }));
+  return canonical.flatMap(ruleAtoms).filter((atom) => !held.some((owner) => atomCovered(owner, atom)));
+}

@@ -2,9 +2,9 @@ import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { WatchFanoutClient } from '@svc/watch-fanout/client';
-import { chain, type Authorizer, type Decision, type Mode } from './authorizer';
+import { MASTERS_GROUP, chain, type Authorizer, type Decision, type Mode } from './authorizer';
 import { PolicyFeed } from './policy-feed';
-import { RbacPolicy } from './rbac';
+import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -28,6 +28,20 @@ export interface AuthzHandle {
   close(): Promise<void>;
 }
 
+/** What `system:masters` holds. */
+const EVERYTHING: PolicyRule[] = [
+  { verbs: ['*'], apiGroups: ['*'], resources: ['*'], resourceNames: [], nonResourceURLs: [] },
+  { verbs: ['*'], apiGroups: [], resources: [], resourceNames: [], nonResourceURLs: ['*'] },
+];
+
+function toProtoRule(r: PolicyRule): authz.PolicyRule {
+  return { verbs: r.verbs, apiGroups: r.apiGroups, resources: r.resources, resourceNames: r.resourceNames, nonResourceUrls: r.nonResourceURLs };
+}
+
+function fromProtoRule(r: authz.PolicyRule): PolicyRule {
+  return { verbs: r.verbs, apiGroups: r.apiGroups, resources: r.resources, resourceNames: r.resourceNames, nonResourceURLs: r.nonResourceUrls };
+}
+
 const DECISION: Record<Decision, authz.Decision> = {
   allow: authz.Decision.DECISION_ALLOW,
   deny: authz.Decision.DECISION_DENY,
@@ -39,6 +53,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const log = config.logger ?? createLogger('authz');
   const tls = loadInternalTls(config.internalTls);
   let feed: PolicyFeed | undefined;
+  let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
   const stateful: { RBAC?: Authorizer } = {};
@@ -46,10 +61,11 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
     if (!config.storageAddress || !config.watchFanoutAddress) throw new Error('the RBAC mode needs --storage-address and --watch-fanout-address');
     storage = new StorageClient(config.storageAddress, tls);
     fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
-    const policy = new RbacPolicy();
+    policy = new RbacPolicy();
     const rbacFeed = new PolicyFeed(policy, storage, fanout, { log, ...(config.policyPollMs !== undefined ? { pollMs: config.policyPollMs } : {}) });
     feed = rbacFeed;
-    stateful.RBAC = (attrs) => (rbacFeed.ready ? policy.authorize(attrs) : { decision: 'no-opinion', reason: 'RBAC: the policy is not loaded yet' });
+    const rbac = policy;
+    stateful.RBAC = (attrs) => (rbacFeed.ready ? rbac.authorize(attrs) : { decision: 'no-opinion', reason: 'RBAC: the policy is not loaded yet' });
     rbacFeed.start();
   }
   const authorize = chain(config.modes, stateful);
@@ -68,6 +84,20 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
         name: req.name,
       });
       return { decision: DECISION[d.decision], reason: d.reason, evaluationError: '' };
+    }),
+    rules: unary(log, 'Rules', async (req: authz.RulesRequest): Promise<authz.RulesResponse> => {
+      const user = fromProtoUser(req.user);
+      if (user.groups.includes(MASTERS_GROUP)) return { rules: [toProtoRule(EVERYTHING[0] as PolicyRule), toProtoRule(EVERYTHING[1] as PolicyRule)], incomplete: false };
+      const rules = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
+      // Modes other than RBAC cannot list what they allow.
+      return { rules: rules.map(toProtoRule), incomplete: config.modes.some((m) => m !== 'RBAC') || !feed?.ready };
+    }),
+    covers: unary(log, 'Covers', async (req: authz.CoversRequest): Promise<authz.CoversResponse> => {
+      const user = fromProtoUser(req.user);
+      if (user.groups.includes(MASTERS_GROUP)) return { covered: true, uncovered: [] };
+      const held = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
+      const uncovered = uncoveredRules(held, req.rules.map(fromProtoRule));
+      return { covered: uncovered.length === 0, uncovered: uncovered.slice(0, 100).map(toProtoRule) };
     }),
   };
   const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });

@@ -1,4 +1,5 @@
 import { canonicalGroup } from './request-info';
+import { checkRbacEscalation } from './rbac-escalation';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
@@ -180,11 +181,15 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
   // validates in the same call.
   const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
-  if (mutated.validated) return obj;
+  if (mutated.validated) {
+    if (obj && operation !== 'DELETE') await checkRbacEscalation(ctx, name, obj);
+    return obj;
+  }
   const final = mutated.object ?? obj;
   if (final && ctx.def.strategy.validate) throwIfInvalid(ctx.def, final, ctx.def.strategy.validate(final));
   const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);
   for (const w of validated.warnings) ctx.warn(w);
+  if (final && operation !== 'DELETE') await checkRbacEscalation(ctx, name, final);
   return final;
 }
 

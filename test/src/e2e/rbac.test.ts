@@ -104,6 +104,39 @@ describe('RBAC', () => {
     expect(local.json()).toMatchObject({ code: 422, details: { causes: [{ field: 'spec.resourceAttributes.namespace' }] } });
   });
 
+  test('escalation: a role or binding may grant only what its writer holds, unless it may escalate or bind', async () => {
+    // The robot may manage roles and bindings in team, and holds view there (from the test above).
+    const manager = JSON.stringify({
+      apiVersion: 'rbac.authorization.svc.io/v1',
+      kind: 'Role',
+      metadata: { name: 'rbac-manager', namespace: 'team' },
+      rules: [{ verbs: ['create', 'update', 'get', 'delete'], apiGroups: ['rbac.authorization.svc.io'], resources: ['roles', 'rolebindings'] }],
+    });
+    expect((await kubectl(['apply', '-f', '-'], manager)).code).toBe(0);
+    expect((await kubectl(['create', 'rolebinding', 'robot-rbac', '-n', 'team', '--role=rbac-manager', '--serviceaccount=team:robot'])).code).toBe(0);
+    await until(async () => ((await asRobot(['auth', 'can-i', 'create', 'roles', '-n', 'team'])).stdout.trim() === 'yes' ? true : undefined), 10000);
+    // Granting what it holds (list configmaps, from view) is fine; secrets it cannot get are not.
+    expect((await asRobot(['create', 'role', 'cm-lister', '-n', 'team', '--verb=list', '--resource=configmaps'])).stderr).toBe('');
+    const escalation = await asRobot(['create', 'role', 'secret-getter', '-n', 'team', '--verb=get', '--resource=secrets']);
+    expect(escalation.stderr).toMatch(/roles.rbac.authorization.svc.io "secret-getter" is forbidden: user "system:serviceaccount:team:robot" .* is attempting to grant RBAC permissions not currently held:\n\{APIGroups:\[""\], Resources:\["secrets"\], Verbs:\["get"\]\}/);
+    // Binding itself to cluster-admin is refused; binding to a role it holds is not.
+    const bindAdmin = await asRobot(['create', 'rolebinding', 'grab', '-n', 'team', '--clusterrole=cluster-admin', '--serviceaccount=team:robot']);
+    expect(bindAdmin.stderr).toMatch(/rolebindings.rbac.authorization.svc.io "grab" is forbidden: .*not currently held/);
+    expect((await asRobot(['create', 'rolebinding', 'lister', '-n', 'team', '--role=cm-lister', '--user=someone'])).code).toBe(0);
+    // A binding to a role that does not exist grants nothing, and is accepted.
+    expect((await asRobot(['create', 'rolebinding', 'ghost', '-n', 'team', '--role=does-not-exist', '--user=someone'])).code).toBe(0);
+    // With the bind verb on cluster-admin the binding is allowed (by an admin's grant).
+    const bindGrant = JSON.stringify({ apiVersion: 'rbac.authorization.svc.io/v1', kind: 'Role', metadata: { name: 'may-bind-admin', namespace: 'team' }, rules: [{ verbs: ['bind'], apiGroups: ['rbac.authorization.svc.io'], resources: ['clusterroles'], resourceNames: ['cluster-admin'] }] });
+    expect((await kubectl(['apply', '-f', '-'], bindGrant)).code).toBe(0);
+    expect((await kubectl(['create', 'rolebinding', 'robot-may-bind', '-n', 'team', '--role=may-bind-admin', '--serviceaccount=team:robot'])).code).toBe(0);
+    await until(async () => ((await asRobot(['create', 'rolebinding', 'grab', '-n', 'team', '--clusterrole=cluster-admin', '--user=someone'])).code === 0 ? true : undefined), 10000);
+    // What the robot holds in team, as kubectl auth can-i --list shows it.
+    const list = await asRobot(['auth', 'can-i', '--list', '-n', 'team']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/configmaps\s+\[\]\s+\[\]\s+\[get list watch\]/);
+    expect(list.stdout).toMatch(/selfsubjectreviews.authentication.svc.io/);
+  });
+
   test('the public cluster-info ConfigMap is readable without credentials; other objects there are not', async () => {
     const anonymousGet = (p: string): Promise<number> =>
       new Promise((resolve, reject) => {

@@ -265,6 +265,22 @@ const selfSubjectAccessReview: ResourceHandler = async (req, res, r) => {
   respond(req, res, r, 201, { kind: 'SelfSubjectAccessReview', apiVersion, metadata: {}, spec, status }, 'SelfSubjectAccessReview', apiVersion);
 };
 
+/** POST selfsubjectrulesreviews: what may I do in this namespace? (`kubectl auth can-i --list`) */
+const selfSubjectRulesReview: ResourceHandler = async (req, res, r) => {
+  const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
+  const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind: 'SelfSubjectRulesReview' }, pathGroup);
+  const spec = specOf(object);
+  const namespace = attr(spec, 'namespace');
+  if (namespace === '') throw ApiError.invalid({ group: AUTHORIZATION_GROUP, kind: 'SelfSubjectRulesReview' }, '', [{ reason: 'FieldValueRequired', field: 'spec.namespace', message: 'Required value' }]);
+  const { rules, incomplete } = await r.deps.authz.rules(userFrom(req), namespace, { requestId: requestIdFrom(req), timeoutMs: r.deps.limits.backendTimeoutMs });
+  const status: JsonObject = {
+    resourceRules: rules.filter((x) => x.nonResourceURLs.length === 0).map((x) => ({ verbs: x.verbs, apiGroups: x.apiGroups, resources: x.resources, ...(x.resourceNames.length > 0 ? { resourceNames: x.resourceNames } : {}) })),
+    nonResourceRules: rules.filter((x) => x.nonResourceURLs.length > 0).map((x) => ({ verbs: x.verbs, nonResourceURLs: x.nonResourceURLs })),
+    incomplete,
+  };
+  respond(req, res, r, 201, { kind: 'SelfSubjectRulesReview', apiVersion, metadata: {}, spec, status }, 'SelfSubjectRulesReview', apiVersion);
+};
+
 /** Handlers of requests answered without storing: by `<group>/<resource>[/<subresource>]`. */
 const HANDLERS: Record<string, ResourceHandler> = {
   [`${AUTHENTICATION_GROUP}/tokenreviews`]: tokenReview,
@@ -273,6 +289,7 @@ const HANDLERS: Record<string, ResourceHandler> = {
   [`${AUTHORIZATION_GROUP}/subjectaccessreviews`]: subjectAccessReview('SubjectAccessReview'),
   [`${AUTHORIZATION_GROUP}/localsubjectaccessreviews`]: subjectAccessReview('LocalSubjectAccessReview'),
   [`${AUTHORIZATION_GROUP}/selfsubjectaccessreviews`]: selfSubjectAccessReview,
+  [`${AUTHORIZATION_GROUP}/selfsubjectrulesreviews`]: selfSubjectRulesReview,
 };
 
 /** The handler of a review or a computed subresource, if this request is one. */
