@@ -41,3 +41,4 @@ export {
   type InternalTlsFiles,
 } from './internal-tls';
 export { loadKubeconfig, KubeconfigError, type Credentials } from './kubeconfig';
+export { loadWebhookConfig, postJson, type WebhookReply } from './webhook';

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import * as https from 'node:https';
 import type { UserInfo } from '@svc/apimachinery';
-import { TtlCache, loadKubeconfig, type Credentials } from '@svc/service-kit';
+import { TtlCache, loadWebhookConfig, postJson, type WebhookReply } from '@svc/service-kit';
+
+export { loadWebhookConfig };
 import { audienceIntersection, rejected, type MethodOutcome, type TokenAuthenticator } from './methods';
 
 /**
@@ -31,59 +32,6 @@ export interface TokenWebhookOptions {
 
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const WEBHOOK_MAX_RESPONSE_BYTES = 1024 * 1024;
-
-/** Reads and checks the webhook's connection file; errors name the file and the field. */
-export function loadWebhookConfig(file: string): Credentials {
-  const creds = loadKubeconfig(file);
-  let url: URL;
-  try {
-    url = new URL(creds.server);
-  } catch {
-    throw new Error(`${file}: clusters[].cluster.server: ${JSON.stringify(creds.server)} is not a URL`);
-  }
-  if (url.protocol !== 'https:') throw new Error(`${file}: clusters[].cluster.server: must be an https URL, got ${url.protocol}`);
-  if ((creds.cert === undefined) !== (creds.key === undefined)) throw new Error(`${file}: users[].user: client-certificate and client-key go together`);
-  return creds;
-}
-
-interface Reply {
-  status: number;
-  body: string;
-}
-
-function post(creds: Credentials, body: string, timeoutMs: number, maxBytes: number): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      creds.server,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(creds.token ? { authorization: `Bearer ${creds.token}` } : {}) },
-        ...(creds.ca ? { ca: creds.ca } : {}),
-        ...(creds.cert ? { cert: creds.cert } : {}),
-        ...(creds.key ? { key: creds.key } : {}),
-        timeout: timeoutMs,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > maxBytes) {
-            req.destroy(new Error(`the webhook's answer is larger than ${maxBytes} bytes`));
-            return;
-          }
-          chunks.push(c);
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`the webhook did not answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 function stringList(value: unknown): string[] | undefined {
   return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
@@ -122,9 +70,9 @@ export function tokenWebhookAuthenticator(opts: TokenWebhookOptions): TokenAuthe
     const spec: Record<string, unknown> = { token };
     // Audiences are sent when they are not simply this server's own.
     if (audiences.length > 0 && !ownAudiences) spec['audiences'] = [...audiences];
-    let reply: Reply;
+    let reply: WebhookReply;
     try {
-      reply = await post(creds, JSON.stringify({ apiVersion, kind: 'TokenReview', metadata: {}, spec }), timeoutMs, maxBytes);
+      reply = await postJson(creds, JSON.stringify({ apiVersion, kind: 'TokenReview', metadata: {}, spec }), timeoutMs, maxBytes);
     } catch (err) {
       return failed(`token webhook: ${(err as Error).message}`);
     }

@@ -35,7 +35,7 @@ export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
 export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
 export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
 
-export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'RBAC'] as const;
+export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'RBAC', 'Webhook'] as const;
 export type Mode = (typeof MODES)[number];
 
 export class AuthorizationConfigError extends Error {
@@ -62,6 +62,7 @@ export function parseModes(value: string): Mode[] {
 /** The authorizer of each mode that needs state (RBAC's policy). */
 export interface ModeAuthorizers {
   RBAC?: Authorizer;
+  Webhook?: Authorizer;
 }
 
 export function chain(modes: Mode[], stateful: ModeAuthorizers = {}): Authorizer {

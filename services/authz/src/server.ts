@@ -5,6 +5,7 @@ import { WatchFanoutClient } from '@svc/watch-fanout/client';
 import { MASTERS_GROUP, chain, type Authorizer, type Decision, type Mode } from './authorizer';
 import { PolicyFeed } from './policy-feed';
 import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
+import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -19,6 +20,8 @@ export interface AuthzConfig {
   watchFanoutAddress?: string;
   /** How often RBAC looks for policy changes. */
   policyPollMs?: number;
+  /** The Webhook mode's connection and caches (`--authorization-webhook-*`). */
+  webhook?: WebhookAuthorizerOptions;
   logger?: Logger;
 }
 
@@ -56,7 +59,11 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
-  const stateful: { RBAC?: Authorizer } = {};
+  const stateful: { RBAC?: Authorizer; Webhook?: Authorizer } = {};
+  if (config.modes.includes('Webhook')) {
+    if (!config.webhook) throw new Error('the Webhook mode needs --authorization-webhook-config-file');
+    stateful.Webhook = webhookAuthorizer(config.webhook);
+  }
   if (config.modes.includes('RBAC')) {
     if (!config.storageAddress || !config.watchFanoutAddress) throw new Error('the RBAC mode needs --storage-address and --watch-fanout-address');
     storage = new StorageClient(config.storageAddress, tls);
