@@ -38,3 +38,26 @@ export function makeTestPki(caName = 'test-ca'): TestPki {
     remove: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/** A kubeconfig-format connection file for a webhook at `server`, trusting `tls.ca` and presenting `tls`'s certificate. */
+export function webhookKubeconfig(server: string, tls: InternalTls): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: webhook',
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority-data: ${tls.ca.toString('base64')}`,
+    'users:',
+    '- name: client',
+    '  user:',
+    `    client-certificate-data: ${tls.cert.toString('base64')}`,
+    `    client-key-data: ${tls.key.toString('base64')}`,
+    'contexts:',
+    '- name: webhook',
+    '  context: {cluster: webhook, user: client}',
+    'current-context: webhook',
+    '',
+  ].join('\n');
+}

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/dist/test-pki';
 import { chain, parseModes, type Attributes } from './authorizer';
 import { webhookAuthorizer } from './webhook-authorizer';
 
@@ -30,25 +30,7 @@ describe('Webhook authorization mode', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     configFile = path.join(pki.dir, 'authz-webhook.kubeconfig');
-    fs.writeFileSync(
-      configFile,
-      [
-        'clusters:',
-        '- name: w',
-        '  cluster:',
-        `    server: https://127.0.0.1:${(server.address() as AddressInfo).port}/authorize`,
-        `    certificate-authority-data: ${authz.ca.toString('base64')}`,
-        'users:',
-        '- name: authz',
-        '  user:',
-        `    client-certificate-data: ${authz.cert.toString('base64')}`,
-        `    client-key-data: ${authz.key.toString('base64')}`,
-        'contexts:',
-        '- name: w',
-        '  context: {cluster: w, user: authz}',
-        'current-context: w',
-      ].join('\n'),
-    );
+    fs.writeFileSync(configFile, webhookKubeconfig(`https://127.0.0.1:${(server.address() as AddressInfo).port}/authorize`, authz));
   });
   afterAll(async () => {
     server.closeAllConnections();

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/dist/test-pki';
 import { startEnvironment, tokenKubeconfig, type Environment } from '@svc/testenv';
 import { run } from './helpers';
 
@@ -36,28 +36,7 @@ describe('token webhook and authenticating proxy', () => {
     await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
     const config = path.join(pki.dir, 'webhook.kubeconfig');
     const authn = pki.tlsFor('authn');
-    fs.writeFileSync(
-      config,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        '- name: webhook',
-        '  cluster:',
-        `    server: https://127.0.0.1:${(webhook.address() as AddressInfo).port}/review`,
-        `    certificate-authority-data: ${authn.ca.toString('base64')}`,
-        'users:',
-        '- name: authn',
-        '  user:',
-        `    client-certificate-data: ${authn.cert.toString('base64')}`,
-        `    client-key-data: ${authn.key.toString('base64')}`,
-        'contexts:',
-        '- name: webhook',
-        '  context: {cluster: webhook, user: authn}',
-        'current-context: webhook',
-        '',
-      ].join('\n'),
-    );
+    fs.writeFileSync(config, webhookKubeconfig(`https://127.0.0.1:${(webhook.address() as AddressInfo).port}/review`, authn));
     proxyPki.tlsFor('front-proxy');
     env = await startEnvironment({
       serviceArgs: {
