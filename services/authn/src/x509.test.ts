@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { authenticateCertificate, MAX_CERTIFICATE_BYTES, parseCaBundle } from './x509';
+import { clientCertificateAuthenticator, authenticateCertificate, MAX_CERTIFICATE_BYTES, parseCaBundle } from './x509';
 
 /** Client certificate verification, with certificates made here for each case. */
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -66,7 +66,7 @@ describe('client certificate verification', () => {
 
   test('a leaf signed by the client CA names the user (CN) and groups (O)', async () => {
     const leaf = await issue('O=dev, O=ops, CN=alice', root);
-    expect(await verify([leaf.der])).toEqual({ ok: true, user: { username: 'alice', uid: '', groups: ['dev', 'ops'], extra: {} } });
+    expect(await verify([leaf.der])).toEqual({ ok: true, user: { username: 'alice', uid: '', groups: ['dev', 'ops'], extra: {} }, notAfter: leaf.cert.notAfter });
   });
 
   test('the root may be sent along with the leaf', async () => {
@@ -152,5 +152,20 @@ describe('client certificate verification', () => {
   test('no client CA configured: a presented certificate is refused, not ignored', async () => {
     const leaf = await issue('CN=alice', root);
     expect(await authenticateCertificate([leaf.der], [], NOW)).toMatchObject({ ok: false });
+  });
+
+  test('a verified chain is remembered for a minute, and not past its own expiry', async () => {
+    const leaf = await issue('CN=carol', root);
+    const trusted = [...roots];
+    let now = NOW;
+    const method = clientCertificateAuthenticator(trusted, () => now);
+    const ask = () => method.authenticateRequest({ clientCertificateChain: [leaf.der], headers: {} }, []);
+    expect((await ask()).status).toBe('authenticated');
+    // Remembered: even with the CA gone, within the minute the answer stands.
+    trusted.length = 0;
+    now = new Date(NOW.getTime() + 59_000);
+    expect((await ask()).status).toBe('authenticated');
+    now = new Date(NOW.getTime() + 61_000);
+    expect((await ask()).status).toBe('rejected');
   });
 });

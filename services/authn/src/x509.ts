@@ -1,6 +1,7 @@
 // @peculiar/x509 resolves its ASN.1 codecs through tsyringe, which needs a
 // reflect-metadata polyfill loaded before it.
 import 'reflect-metadata';
+import { createHash } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import type { UserInfo } from '@svc/apimachinery';
 import { NOT_MINE, rejected, type RequestAuthenticator } from './methods';
@@ -29,7 +30,7 @@ export const MAX_CERTIFICATE_BYTES = 16 * 1024;
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
 
-export type CertificateResult = { ok: true; user: UserInfo } | { ok: false; error: string };
+export type CertificateResult = { ok: true; user: UserInfo; notAfter: Date } | { ok: false; error: string };
 
 /** The trust anchors: every certificate of a PEM bundle. */
 export function parseCaBundle(pem: string): x509.X509Certificate[] {
@@ -109,20 +110,37 @@ export async function authenticateCertificate(chainDer: Uint8Array[], roots: x50
   const username = leaf.subjectName.getField('CN').at(-1) ?? '';
   if (!username) return { ok: false, error: 'x509: client certificate has no common name' };
   const groups = leaf.subjectName.getField('O');
-  return { ok: true, user: { username, uid: '', groups, extra: {} } };
+  const notAfter = new Date(Math.min(...chain.map((c) => c.notAfter.getTime())));
+  return { ok: true, user: { username, uid: '', groups, extra: {} }, notAfter };
 }
 
 /**
  * Client certificates as an authentication method. A presented chain that
  * does not verify is rejected (401), never passed on to another method.
  */
+/**
+ * How long a verified chain is remembered (never past the earliest expiry in
+ * it): verification costs milliseconds of CPU, and every gateway asks for
+ * each new connection.
+ */
+export const VERIFIED_CHAIN_CACHE_MS = 60_000;
+
 export function clientCertificateAuthenticator(roots: x509.X509Certificate[], now: () => Date = () => new Date()): RequestAuthenticator {
+  const verified = new Map<string, { user: UserInfo; until: number }>();
   return {
     name: 'x509',
     async authenticateRequest(input, audiences) {
       if (input.clientCertificateChain.length === 0) return NOT_MINE;
+      const hash = createHash('sha256');
+      for (const der of input.clientCertificateChain) hash.update(der).update('\0');
+      const key = hash.digest('base64');
+      const at = now().getTime();
+      const known = verified.get(key);
+      if (known && known.until > at) return { status: 'authenticated', user: known.user, audiences: [...audiences] };
       const cert = await authenticateCertificate(input.clientCertificateChain, roots, now());
       if (!cert.ok) return rejected(cert.error);
+      if (verified.size >= 10000) verified.delete(verified.keys().next().value as string);
+      verified.set(key, { user: cert.user, until: Math.min(at + VERIFIED_CHAIN_CACHE_MS, cert.notAfter.getTime()) });
       return { status: 'authenticated', user: cert.user, audiences: [...audiences] };
     },
   };

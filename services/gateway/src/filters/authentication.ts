@@ -80,6 +80,9 @@ function cacheKey(chain: PresentedChain, headers: Record<string, string[]>): str
  */
 export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler {
   const cache = new TtlCache<UserInfo>(deps.limits.authnCacheTtlMs);
+  // Requests with the same credentials that arrive while authn is asked wait for that one answer
+  // (many connections opening at once, or an entry expiring under load, would otherwise each ask).
+  const inflight = new Map<string, Promise<UserInfo | undefined>>();
   return async (req, res) => {
     // Repeated headers stay apart (a proxy sends one group per header line).
     const headers: Record<string, string[]> = {};
@@ -91,13 +94,29 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
     const key = cache.enabled ? cacheKey(chain, headers) : undefined;
     let user = key === undefined ? undefined : cache.get(key);
     if (!user) {
-      const outcome = await deps.authn.authenticate(
-        { clientCertificateChain: chain.der, headers, method: req.method, path: requestInfoFrom(req).path, remoteAddress: req.socket.remoteAddress ?? '' },
-        { requestId: requestIdFrom(req), timeoutMs: deps.limits.backendTimeoutMs },
-      );
-      if (!outcome.authenticated) throw ApiError.unauthorized();
-      user = outcome.user;
-      if (key !== undefined) cache.set(key, user);
+      const ask = async (): Promise<UserInfo | undefined> => {
+        const outcome = await deps.authn.authenticate(
+          { clientCertificateChain: chain.der, headers, method: req.method, path: requestInfoFrom(req).path, remoteAddress: req.socket.remoteAddress ?? '' },
+          { requestId: requestIdFrom(req), timeoutMs: deps.limits.backendTimeoutMs },
+        );
+        if (!outcome.authenticated) return undefined;
+        if (key !== undefined) cache.set(key, outcome.user);
+        return outcome.user;
+      };
+      let pending = key === undefined ? undefined : inflight.get(key);
+      if (!pending) {
+        pending = ask();
+        if (key !== undefined) {
+          const k = key;
+          inflight.set(k, pending);
+          void pending.then(
+            () => inflight.delete(k),
+            () => inflight.delete(k),
+          );
+        }
+      }
+      user = await pending;
+      if (!user) throw ApiError.unauthorized();
     }
     withUser(req, user);
     await handler(req, res);
