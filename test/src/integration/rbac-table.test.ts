@@ -73,7 +73,8 @@ function pathCases(): Case[] {
   const out: Case[] = [];
   for (const path of ['/healthz', '/healthz/etcd', '/metrics', '/metrics/a', '/metrics/a/b', '/api']) {
     for (const verb of ['get', 'post']) {
-      const allowed = verb === 'get' && (path === '/healthz' || path.startsWith('/metrics/'));
+      // /api is discovery, which the default system:discovery grants every authenticated user.
+      const allowed = verb === 'get' && (path === '/healthz' || path.startsWith('/metrics/') || path === '/api');
       out.push({ name: `monitors ${verb} ${path}`, attrs: { user: mon, resourceRequest: false, verb, path, apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '' }, allowed });
     }
   }
