@@ -46,13 +46,16 @@ describe('RBAC', () => {
   test('forbidden, granted exactly, forbidden again after the binding is deleted', async () => {
     const denied = await asRobot(['get', 'configmap', 'app-config', '-n', 'team']);
     expect(denied.stderr).toMatch(/configmaps "app-config" is forbidden: User "system:serviceaccount:team:robot" cannot get resource "configmaps" in API group "" in the namespace "team"/);
-    expect((await kubectl(['create', 'role', 'config-reader', '-n', 'team', '--verb=get,update', '--resource=configmaps', '--resource-name=app-config'])).code).toBe(0);
+    expect((await kubectl(['create', 'role', 'config-reader', '-n', 'team', '--verb=get,update,list', '--resource=configmaps', '--resource-name=app-config'])).code).toBe(0);
     expect((await kubectl(['create', 'rolebinding', 'robot-config', '-n', 'team', '--role=config-reader', '--serviceaccount=team:robot'])).code).toBe(0);
     await until(async () => ((await asRobot(['get', 'configmap', 'app-config', '-n', 'team'])).code === 0 ? true : undefined), 10000);
     // Exactly the granted verbs and names.
     expect((await asRobot(['get', 'configmap', 'other', '-n', 'team'])).stderr).toMatch(/forbidden/);
     expect((await asRobot(['delete', 'configmap', 'app-config', '-n', 'team'])).stderr).toMatch(/forbidden/);
     expect((await asRobot(['get', 'configmaps', '-n', 'team'])).stderr).toMatch(/cannot list resource "configmaps"/);
+    // A list limited to the granted name by its field selector is allowed.
+    const named = await asRobot(['get', 'configmaps', '-n', 'team', '--field-selector=metadata.name=app-config', '-o', 'name']);
+    expect(named.stdout.trim()).toBe('configmap/app-config');
     expect((await asRobot(['get', 'configmap', 'app-config', '-n', 'default'])).stderr).toMatch(/forbidden/);
     expect((await asRobot(['label', 'configmap', 'app-config', '-n', 'team', 'x=y'])).stderr).toMatch(/cannot patch resource/);
     const updated = await tokenRequest(env, 'PUT', '/api/v1/namespaces/team/configmaps/app-config', token, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config', namespace: 'team' }, data: { a: '2' } }));

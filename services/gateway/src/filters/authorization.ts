@@ -4,6 +4,7 @@ import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
 import { requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import type { Handler } from './chain';
+import type { RequestInfo } from '../request-info';
 
 /** Asks authz about `attrs`; the answer for the same attributes is reused for a while. */
 export type AuthorizeFn = (attrs: Attributes, requestId: string) => Promise<AuthorizerDecision>;
@@ -41,6 +42,21 @@ export function forbiddenFor(attrs: Attributes, decision: AuthorizerDecision): A
   );
 }
 
+/**
+ * The object a list or watch is limited to by a `metadata.name=<x>` (or
+ * `==`) term of its field selector, as the original server reads it: rules
+ * with resourceNames then apply to that list or watch.
+ */
+export function selectedName(info: Pick<RequestInfo, 'verb' | 'name' | 'query'>): string {
+  if (info.name !== '' || (info.verb !== 'list' && info.verb !== 'watch')) return info.name;
+  const selector = info.query.get('fieldSelector') ?? '';
+  for (const term of selector.split(',')) {
+    const m = /^\s*metadata\.name\s*==?\s*(.+?)\s*$/.exec(term);
+    if (m && !term.includes('!=')) return m[1] as string;
+  }
+  return '';
+}
+
 /** Asks authz whether the user may do what the request info says; 403 otherwise. */
 export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Handler {
   return async (req, res) => {
@@ -55,7 +71,7 @@ export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Han
       resource: info.resource,
       subresource: info.subresource,
       namespace: info.namespace,
-      name: info.name,
+      name: selectedName(info),
     };
     const decision = await authorize(attrs, requestIdFrom(req));
     if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);
