@@ -29,4 +29,14 @@ describe('authorization chain', () => {
     expect(() => parseModes('')).toThrow(/at least one/);
     expect(parseModes('AlwaysAllow, AlwaysDeny')).toEqual(['AlwaysAllow', 'AlwaysDeny']);
   });
+
+  test('when no mode has an opinion, the reason names the modes asked and what they said', async () => {
+    const quiet = () => ({ decision: 'no-opinion' as const, reason: '' });
+    const failing = () => ({ decision: 'no-opinion' as const, reason: 'webhook: answered HTTP 500' });
+    expect(await chain(['RBAC'], { RBAC: quiet })(attrs([]))).toEqual({ decision: 'no-opinion', reason: 'none of the authorization modes (RBAC) allowed it' });
+    expect(await chain(['Webhook', 'RBAC'], { RBAC: quiet, Webhook: failing })(attrs([]))).toEqual({
+      decision: 'no-opinion',
+      reason: 'none of the authorization modes (Webhook, RBAC) allowed it; webhook: answered HTTP 500',
+    });
+  });
 });

@@ -74,6 +74,8 @@ export function chain(modes: Mode[], stateful: ModeAuthorizers = {}): Authorizer
     return a;
   };
   const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...modes.map(of)];
+  // Beyond the original server: a refusal says which modes were asked and had no opinion.
+  const asked = `none of the authorization modes (${modes.join(', ')}) allowed it`;
   return async (attrs) => {
     const reasons: string[] = [];
     for (const authorize of authorizers) {
@@ -81,6 +83,6 @@ export function chain(modes: Mode[], stateful: ModeAuthorizers = {}): Authorizer
       if (d.decision !== 'no-opinion') return d;
       if (d.reason) reasons.push(d.reason);
     }
-    return { decision: 'no-opinion', reason: reasons.join('; ') };
+    return { decision: 'no-opinion', reason: reasons.length > 0 ? `${asked}; ${reasons.join('; ')}` : asked };
   };
 }

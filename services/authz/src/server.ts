@@ -90,6 +90,8 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
         namespace: req.namespace,
         name: req.name,
       });
+      // Which rule or binding decided, for operators (debug level: one line per uncached decision).
+      log.debug('decision', { user: req.user?.username ?? '', verb: req.verb, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name, path: req.resourceRequest ? '' : req.path, decision: d.decision, reason: d.reason });
       return { decision: DECISION[d.decision], reason: d.reason, evaluationError: '' };
     }),
     rules: unary(log, 'Rules', async (req: authz.RulesRequest): Promise<authz.RulesResponse> => {

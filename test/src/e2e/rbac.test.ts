@@ -45,7 +45,7 @@ describe('RBAC', () => {
 
   test('forbidden, granted exactly, forbidden again after the binding is deleted', async () => {
     const denied = await asRobot(['get', 'configmap', 'app-config', '-n', 'team']);
-    expect(denied.stderr).toMatch(/configmaps "app-config" is forbidden: User "system:serviceaccount:team:robot" cannot get resource "configmaps" in API group "" in the namespace "team"/);
+    expect(denied.stderr).toMatch(/configmaps "app-config" is forbidden: User "system:serviceaccount:team:robot" cannot get resource "configmaps" in API group "" in the namespace "team": none of the authorization modes \(RBAC\) allowed it/);
     expect((await kubectl(['create', 'role', 'config-reader', '-n', 'team', '--verb=get,update,list', '--resource=configmaps', '--resource-name=app-config'])).code).toBe(0);
     expect((await kubectl(['create', 'rolebinding', 'robot-config', '-n', 'team', '--role=config-reader', '--serviceaccount=team:robot'])).code).toBe(0);
     await until(async () => ((await asRobot(['get', 'configmap', 'app-config', '-n', 'team'])).code === 0 ? true : undefined), 10000);
