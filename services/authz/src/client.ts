@@ -2,6 +2,7 @@ import type { UserInfo } from '@svc/apimachinery';
 import { authz } from '@svc/proto';
 import { callUnary, toProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
 import type { Attributes, AuthorizerDecision } from './authorizer';
+export { modesReason } from './authorizer';
 
 export type { Attributes, AuthorizerDecision };
 

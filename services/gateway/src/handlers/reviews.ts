@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { ApiError, isJsonObject, type ApiObject, type JsonObject, type StatusCause, type UserInfo } from '@svc/apimachinery';
 import { AUTHENTICATION_GROUP, AUTHORIZATION_GROUP } from '@svc/kinds';
+import { modesReason } from '@svc/authz/client';
 import { requestIdFrom, userFrom } from '../context';
 import { decodeBody, negotiateOutput } from '../negotiation';
 import { canonicalGroup } from '../request-info';
@@ -231,7 +232,8 @@ async function decideAccess(req: Request, r: ResourceRequest, q: AccessQuestion)
   const d = await r.deps.authz.authorize(attrs, { requestId: requestIdFrom(req), timeoutMs: r.deps.limits.backendTimeoutMs });
   const status: JsonObject = { allowed: d.decision === 'allow' };
   if (d.decision === 'deny') status['denied'] = true;
-  if (d.reason) status['reason'] = d.reason;
+  const reason = modesReason(d);
+  if (reason) status['reason'] = reason;
   return status;
 }
 
