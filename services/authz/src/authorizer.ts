@@ -1,4 +1,5 @@
 import type { UserInfo } from '@svc/apimachinery';
+import { NO_OPINION_PREFIX } from './client';
 
 /**
  * Authorization modes, consulted in order; the first that allows or denies
@@ -29,19 +30,6 @@ export type Authorizer = (attrs: Attributes) => AuthorizerDecision | Promise<Aut
 
 export const MASTERS_GROUP = 'system:masters';
 
-/** How the reason of a decision nobody had an opinion on begins (then the modes, and what they said). */
-export const NO_OPINION_PREFIX = 'none of the authorization modes (';
-
-/**
- * What the modes themselves said about a decision, without the summary of a
- * refusal: what access reviews report as their reason, as the original
- * server does (kubectl auth can-i prints it after "no").
- */
-export function modesReason(d: AuthorizerDecision): string {
-  if (!d.reason.startsWith(NO_OPINION_PREFIX)) return d.reason;
-  const rest = d.reason.indexOf('; ');
-  return rest < 0 ? '' : d.reason.slice(rest + 2);
-}
 
 export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
   attrs.user.groups.includes(MASTERS_GROUP) ? { decision: 'allow', reason: '' } : { decision: 'no-opinion', reason: '' };
