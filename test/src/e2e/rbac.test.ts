@@ -99,7 +99,10 @@ describe('RBAC', () => {
     expect((await sar({ user: 'nobody', resourceAttributes: { namespace: 'team', verb: 'get', resource: 'pods' } })).json()['status']).toEqual({ allowed: false });
     expect((await sar({ user: 'nobody', nonResourceAttributes: { path: '/version', verb: 'get' } })).json()['status']).toEqual({ allowed: false });
     expect((await sar({ user: 'nobody', groups: ['system:authenticated'], nonResourceAttributes: { path: '/version', verb: 'get' } })).json()['status']).toMatchObject({ allowed: true });
-    // Bad questions are 422 naming the field.
+    // A value of the wrong type is a 400 naming the field; bad questions are 422 naming the field.
+    const mistyped = await sar({ user: 'x', extra: { k: 5 }, nonResourceAttributes: { path: '/version', verb: 'get' } });
+    expect(mistyped.status).toBe(400);
+    expect(mistyped.json()).toMatchObject({ details: { causes: [{ field: 'spec.extra[k]' }] } });
     const both = await sar({ user: 'x', resourceAttributes: { verb: 'get' }, nonResourceAttributes: { path: '/', verb: 'get' } });
     expect(both.status).toBe(422);
     expect((await sar({ resourceAttributes: { verb: 'get', resource: 'pods' } })).json()).toMatchObject({ details: { causes: [{ field: 'spec.user' }] } });

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { ApiError, isJsonObject, type ApiObject, type JsonObject, type StatusCause, type UserInfo } from '@svc/apimachinery';
+import { ApiError, checkAgainstSchema, isJsonObject, type ApiObject, type JsonObject, type StatusCause, type UserInfo } from '@svc/apimachinery';
+import type { Schema } from '@svc/merge';
 import { AUTHENTICATION_GROUP, AUTHORIZATION_GROUP } from '@svc/kinds';
 import { modesReason } from '@svc/authz/client';
 import { requestIdFrom, userFrom } from '../context';
@@ -24,6 +25,8 @@ interface Expected {
   group: string;
   version: string;
   kind: string;
+  /** The kind's schema: values of the wrong type are a 400 naming the field. */
+  schema?: Schema;
 }
 
 /**
@@ -44,6 +47,10 @@ async function readReview(req: Request, r: ResourceRequest, expected: Expected, 
   }
   if (object.kind !== undefined && object.kind !== '' && object.kind !== expected.kind) {
     throw ApiError.badRequest(`the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.kind})`);
+  }
+  const { typeErrors } = checkAgainstSchema(object, expected.schema);
+  if (typeErrors.length > 0) {
+    throw ApiError.badRequest(`${expected.kind} in version "${expected.version}" cannot be handled as a ${expected.kind}: ${(typeErrors[0] as StatusCause).message ?? ''}`, typeErrors);
   }
   return { object, apiVersion: sent !== '' ? sent : `${pathGroup}/${expected.version}` };
 }
@@ -76,7 +83,7 @@ function specOf(object: ApiObject): JsonObject {
 /** POST tokenreviews: whether a token authenticates, and as whom. */
 const tokenReview: ResourceHandler = async (req, res, r) => {
   const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
-  const { object, apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: r.info.apiVersion, kind: 'TokenReview' }, pathGroup);
+  const { object, apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: r.info.apiVersion, kind: 'TokenReview', schema: r.def.schema }, pathGroup);
   const spec = specOf(object);
   const token = spec['token'];
   if (typeof token !== 'string' || token === '') throw ApiError.badRequest('token is required for TokenReview in authentication (spec.token)');
@@ -92,7 +99,7 @@ const tokenReview: ResourceHandler = async (req, res, r) => {
 /** POST selfsubjectreviews: who the server takes the requester for, after impersonation. */
 const selfSubjectReview: ResourceHandler = async (req, res, r) => {
   const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
-  const { apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: r.info.apiVersion, kind: 'SelfSubjectReview' }, pathGroup);
+  const { apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: r.info.apiVersion, kind: 'SelfSubjectReview', schema: r.def.schema }, pathGroup);
   const out: ApiObject = { kind: 'SelfSubjectReview', apiVersion, metadata: { creationTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }, status: { userInfo: userInfoJson(userFrom(req)) } };
   respond(req, res, r, 201, out, 'SelfSubjectReview', apiVersion);
 };
@@ -140,7 +147,7 @@ async function boundObjectOf(r: ResourceRequest, spec: JsonObject, account: ApiO
 /** POST serviceaccounts/<name>/token: a signed token for the account (`kubectl create token`). */
 const tokenRequest: ResourceHandler = async (req, res, r) => {
   const requestId = requestIdFrom(req);
-  const { object, apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: 'v1', kind: 'TokenRequest' }, AUTHENTICATION_GROUP);
+  const { object, apiVersion } = await readReview(req, r, { group: AUTHENTICATION_GROUP, version: 'v1', kind: 'TokenRequest', schema: r.def.subresources.find((x) => x.name === 'token')?.schema }, AUTHENTICATION_GROUP);
   const name = r.info.name;
   const namespace = r.info.namespace;
   const meta = isJsonObject(object.metadata) ? object.metadata : {};
@@ -248,7 +255,7 @@ function extraOf(value: unknown): Record<string, string[]> {
 function subjectAccessReview(kind: 'SubjectAccessReview' | 'LocalSubjectAccessReview'): ResourceHandler {
   return async (req, res, r) => {
     const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
-    const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind }, pathGroup);
+    const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind, schema: r.def.schema }, pathGroup);
     const spec = specOf(object);
     const user: UserInfo = { username: attr(spec, 'user'), uid: attr(spec, 'uid'), groups: stringList(spec['groups'], 'spec.groups'), extra: extraOf(spec['extra']) };
     const q: AccessQuestion = { user, spec, kind, ...(kind === 'LocalSubjectAccessReview' ? { localNamespace: r.info.namespace } : {}) };
@@ -261,7 +268,7 @@ function subjectAccessReview(kind: 'SubjectAccessReview' | 'LocalSubjectAccessRe
 /** POST selfsubjectaccessreviews: may I do this? (`kubectl auth can-i`) */
 const selfSubjectAccessReview: ResourceHandler = async (req, res, r) => {
   const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
-  const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind: 'SelfSubjectAccessReview' }, pathGroup);
+  const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind: 'SelfSubjectAccessReview', schema: r.def.schema }, pathGroup);
   const spec = specOf(object);
   const status = await decideAccess(req, r, { user: userFrom(req), spec, kind: 'SelfSubjectAccessReview' });
   respond(req, res, r, 201, { kind: 'SelfSubjectAccessReview', apiVersion, metadata: {}, spec, status }, 'SelfSubjectAccessReview', apiVersion);
@@ -270,7 +277,7 @@ const selfSubjectAccessReview: ResourceHandler = async (req, res, r) => {
 /** POST selfsubjectrulesreviews: what may I do in this namespace? (`kubectl auth can-i --list`) */
 const selfSubjectRulesReview: ResourceHandler = async (req, res, r) => {
   const pathGroup = r.info.requestedGroup ?? r.info.apiGroup;
-  const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind: 'SelfSubjectRulesReview' }, pathGroup);
+  const { object, apiVersion } = await readReview(req, r, { group: AUTHORIZATION_GROUP, version: 'v1', kind: 'SelfSubjectRulesReview', schema: r.def.schema }, pathGroup);
   const spec = specOf(object);
   const namespace = attr(spec, 'namespace');
   if (namespace === '') throw ApiError.invalid({ group: AUTHORIZATION_GROUP, kind: 'SelfSubjectRulesReview' }, '', [{ reason: 'FieldValueRequired', field: 'spec.namespace', message: 'Required value' }]);
