@@ -100,6 +100,19 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs): ParsedFla
   };
 }
 
+/**
+ * A list flag as the original server's string-slice flags take it: the flag
+ * may be repeated, and each value may itself be comma-separated
+ * (`--h=A,B --h=C` is `[A, B, C]`). Blank entries are dropped.
+ */
+export function listFlag(flags: ParsedFlags, name: string): string[] {
+  return flags
+    .getAll(name)
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
+}
+
 const DURATION_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**

@@ -3,7 +3,7 @@
  * servers and clients with API errors carried across.
  */
 export { createLogger, type Logger, type LogLevel, type LogFields, type LoggerOptions } from './logger';
-export { parseFlags, parseDuration, usage, FlagError, type FlagSpec, type FlagSpecs, type ParsedFlags } from './flags';
+export { parseFlags, parseDuration, listFlag, usage, FlagError, type FlagSpec, type FlagSpecs, type ParsedFlags } from './flags';
 export {
   STATUS_TRAILER,
   REQUEST_ID_HEADER,

@@ -1,11 +1,13 @@
+import { X509Certificate } from 'node:crypto';
 import * as https from 'node:https';
-import { loadKubeconfig, type Credentials } from './kubeconfig';
+import * as tls from 'node:tls';
+import { KubeconfigError, loadKubeconfig, type Credentials } from './kubeconfig';
 
 /**
  * A webhook the server calls (the token review and authorization webhooks):
  * its connection file is in kubeconfig format, its URL must be https, and a
- * call is one bounded POST of JSON: at most `timeoutMs`, an answer of at
- * most `maxBytes`.
+ * call is one bounded POST of JSON: at most `timeoutMs` from the request to
+ * the last byte of the answer, an answer of at most `maxBytes`.
  */
 export function loadWebhookConfig(file: string): Credentials {
   const creds = loadKubeconfig(file);
@@ -13,10 +15,29 @@ export function loadWebhookConfig(file: string): Credentials {
   try {
     url = new URL(creds.server);
   } catch {
-    throw new Error(`${file}: clusters[].cluster.server: ${JSON.stringify(creds.server)} is not a URL`);
+    throw new KubeconfigError(`${file}: clusters[].cluster.server: ${JSON.stringify(creds.server)} is not a URL`);
   }
-  if (url.protocol !== 'https:') throw new Error(`${file}: clusters[].cluster.server: must be an https URL, got ${url.protocol}`);
-  if ((creds.cert === undefined) !== (creds.key === undefined)) throw new Error(`${file}: users[].user: client-certificate and client-key go together`);
+  if (url.protocol !== 'https:') throw new KubeconfigError(`${file}: clusters[].cluster.server: must be an https URL, got ${url.protocol}`);
+  if ((creds.cert === undefined) !== (creds.key === undefined)) throw new KubeconfigError(`${file}: users[].user: client-certificate and client-key go together`);
+  // Unusable TLS material is refused now rather than failing every call later.
+  if (creds.ca) {
+    const blocks = creds.ca.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    if (blocks.length === 0) throw new KubeconfigError(`${file}: clusters[].cluster.certificate-authority: no PEM certificate found`);
+    for (const block of blocks) {
+      try {
+        new X509Certificate(block);
+      } catch (err) {
+        throw new KubeconfigError(`${file}: clusters[].cluster.certificate-authority: ${(err as Error).message}`);
+      }
+    }
+  }
+  if (creds.cert && creds.key) {
+    try {
+      tls.createSecureContext({ cert: creds.cert, key: creds.key });
+    } catch (err) {
+      throw new KubeconfigError(`${file}: users[].user.client-certificate and client-key: ${(err as Error).message}`);
+    }
+  }
   return creds;
 }
 
@@ -27,6 +48,13 @@ export interface WebhookReply {
 
 export function postJson(creds: Credentials, body: string, timeoutMs: number, maxBytes: number): Promise<WebhookReply> {
   return new Promise((resolve, reject) => {
+    // One deadline for the whole exchange: an idle timeout alone would let a
+    // webhook that trickles its answer hold the caller indefinitely.
+    const deadline = setTimeout(() => req.destroy(new Error(`the webhook did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const settle = <T>(fn: (value: T) => void) => (value: T) => {
+      clearTimeout(deadline);
+      fn(value);
+    };
     const req = https.request(
       creds.server,
       {
@@ -35,7 +63,6 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
         ...(creds.ca ? { ca: creds.ca } : {}),
         ...(creds.cert ? { cert: creds.cert } : {}),
         ...(creds.key ? { key: creds.key } : {}),
-        timeout: timeoutMs,
         agent: false,
       },
       (res) => {
@@ -49,12 +76,11 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
           }
           chunks.push(c);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
+        res.on('end', settle(() => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') })));
+        res.on('error', settle(reject));
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`the webhook did not answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
+    req.on('error', settle(reject));
     req.end(body);
   });
 }
