@@ -1,5 +1,5 @@
 import { parseFlags } from '@svc/service-kit';
-import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, serviceAccountConfig } from './flags';
+import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, requestHeaderConfig, serviceAccountConfig, tokenWebhookConfig } from './flags';
 
 /** The flags every authn must be given (its internal certificate), which these cases do not vary. */
 const REQUIRED = ['--internal-ca-file=ca.crt', '--internal-cert-file=authn.crt', '--internal-key-file=authn.key'];
@@ -41,5 +41,51 @@ describe('service-account flags', () => {
     expect(() => serviceAccountConfig(parseFlags([...REQUIRED, '--service-account-issuer=https://a', '--service-account-max-token-expiration=tomorrow'], AUTHN_FLAGS))).toThrow(
       '--service-account-max-token-expiration: invalid duration "tomorrow"',
     );
+  });
+});
+
+describe('authenticating proxy flags', () => {
+  test('header lists may be repeated and comma-separated, in order; names are lower-cased, allowed names are not', () => {
+    const flags = parseFlags(
+      [
+        ...REQUIRED,
+        '--requestheader-client-ca-file=proxy-ca.crt',
+        '--requestheader-username-headers=X-Remote-User, X-Proxy-User',
+        '--requestheader-username-headers=X-Third',
+        '--requestheader-uid-headers=X-Remote-Uid',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-group-headers=X-Proxy-Groups',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-,X-Proxy-Extra-',
+        '--requestheader-allowed-names=Front-Proxy',
+        '--requestheader-allowed-names=aggregator',
+      ],
+      AUTHN_FLAGS,
+    );
+    expect(requestHeaderConfig(flags)).toEqual({
+      clientCaFile: 'proxy-ca.crt',
+      allowedNames: ['Front-Proxy', 'aggregator'],
+      usernameHeaders: ['x-remote-user', 'x-proxy-user', 'x-third'],
+      uidHeaders: ['x-remote-uid'],
+      groupHeaders: ['x-remote-group', 'x-proxy-groups'],
+      extraHeaderPrefixes: ['x-remote-extra-', 'x-proxy-extra-'],
+    });
+  });
+
+  test('off without the CA; the CA needs username headers', () => {
+    expect(requestHeaderConfig(parseFlags([...REQUIRED, '--requestheader-username-headers=X-Remote-User'], AUTHN_FLAGS))).toBeUndefined();
+    expect(() => requestHeaderConfig(parseFlags([...REQUIRED, '--requestheader-client-ca-file=ca.crt'], AUTHN_FLAGS))).toThrow('--requestheader-username-headers is required with --requestheader-client-ca-file');
+  });
+});
+
+describe('token webhook flags', () => {
+  test('defaults: v1beta1, cached 2 minutes', () => {
+    expect(tokenWebhookConfig(parseFlags(REQUIRED, AUTHN_FLAGS))).toBeUndefined();
+    expect(tokenWebhookConfig(parseFlags([...REQUIRED, '--authentication-token-webhook-config-file=w.kubeconfig'], AUTHN_FLAGS))).toEqual({ configFile: 'w.kubeconfig', cacheTtlMs: 120_000, version: 'v1beta1' });
+    expect(tokenWebhookConfig(parseFlags([...REQUIRED, '--authentication-token-webhook-config-file=w', '--authentication-token-webhook-cache-ttl=30s', '--authentication-token-webhook-version=v1'], AUTHN_FLAGS))).toEqual({ configFile: 'w', cacheTtlMs: 30_000, version: 'v1' });
+  });
+
+  test('a version or a duration that is not understood is refused naming the flag', () => {
+    expect(() => tokenWebhookConfig(parseFlags([...REQUIRED, '--authentication-token-webhook-config-file=w', '--authentication-token-webhook-version=v2'], AUTHN_FLAGS))).toThrow(/--authentication-token-webhook-version: "v2"/);
+    expect(() => tokenWebhookConfig(parseFlags([...REQUIRED, '--authentication-token-webhook-config-file=w', '--authentication-token-webhook-cache-ttl=2'], AUTHN_FLAGS))).toThrow(/--authentication-token-webhook-cache-ttl: invalid duration/);
   });
 });

@@ -1,4 +1,4 @@
-import { INTERNAL_TLS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, listFlag, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import * as fs from 'node:fs';
 import { ASYMMETRIC_ALGORITHMS, type JwtIssuerSettings } from './jwt-authenticator';
 import type { RequestHeaderConfig, ServiceAccountConfig, TokenWebhookConfig } from './server';
@@ -14,11 +14,11 @@ export const AUTHN_FLAGS: FlagSpecs = {
   'authentication-token-webhook-cache-ttl': { description: 'How long the webhook\'s decisions are cached (Go duration)', default: '2m0s' },
   'authentication-token-webhook-version': { description: 'TokenReview version sent to the webhook: v1 or v1beta1', default: 'v1beta1' },
   'requestheader-client-ca-file': { description: 'PEM CAs of the authenticating proxy\'s client certificate; its headers count only with such a certificate', default: '' },
-  'requestheader-allowed-names': { description: 'Comma-separated common names the proxy certificate may have; empty allows every name the CA signs', default: '' },
-  'requestheader-username-headers': { description: 'Comma-separated headers naming the user, first non-empty wins (e.g. X-Remote-User); required with --requestheader-client-ca-file', default: '' },
-  'requestheader-uid-headers': { description: 'Comma-separated headers naming the user\'s uid', default: '' },
-  'requestheader-group-headers': { description: 'Comma-separated headers whose every value is a group (e.g. X-Remote-Group)', default: '' },
-  'requestheader-extra-headers-prefix': { description: 'Comma-separated header prefixes of extra entries (e.g. X-Remote-Extra-); the rest of the name, percent-decoded and lower-cased, is the key', default: '' },
+  'requestheader-allowed-names': { description: 'Common names the proxy certificate may have (comma-separated, repeatable); empty allows every name the CA signs', repeated: true, default: '' },
+  'requestheader-username-headers': { description: 'Headers naming the user, in order, the first with a value wins (comma-separated, repeatable; e.g. X-Remote-User); required with --requestheader-client-ca-file', repeated: true, default: '' },
+  'requestheader-uid-headers': { description: 'Headers naming the user\'s uid, in order (comma-separated, repeatable)', repeated: true, default: '' },
+  'requestheader-group-headers': { description: 'Headers whose every value is a group (comma-separated, repeatable; e.g. X-Remote-Group)', repeated: true, default: '' },
+  'requestheader-extra-headers-prefix': { description: 'Header prefixes of extra entries (comma-separated, repeatable; e.g. X-Remote-Extra-); the rest of the name, lower-cased and percent-decoded, is the key', repeated: true, default: '' },
   'oidc-issuer-url': { description: 'HTTPS URL of the OpenID Connect issuer (discovery at <url>/.well-known/openid-configuration); its ID tokens authenticate', default: '' },
   'oidc-client-id': { description: 'The audience every OIDC ID token must be issued for; required with --oidc-issuer-url', default: '' },
   'oidc-username-claim': { description: 'Claim that names the user; claims other than email get the prefix <issuer-url># unless --oidc-username-prefix is set', default: 'sub' },
@@ -96,15 +96,17 @@ function commaList(flags: ParsedFlags, name: string, lower = false): string[] {
 export function requestHeaderConfig(flags: ParsedFlags): RequestHeaderConfig | undefined {
   const caFile = flags.get('requestheader-client-ca-file');
   if (!caFile) return undefined;
-  const usernameHeaders = commaList(flags, 'requestheader-username-headers', true);
+  // Header names are case-insensitive; the gateway hands them over lower-cased.
+  const headers = (name: string) => listFlag(flags, name).map((h) => h.toLowerCase());
+  const usernameHeaders = headers('requestheader-username-headers');
   if (usernameHeaders.length === 0) throw new Error('--requestheader-username-headers is required with --requestheader-client-ca-file');
   return {
     clientCaFile: caFile,
-    allowedNames: commaList(flags, 'requestheader-allowed-names'),
+    allowedNames: listFlag(flags, 'requestheader-allowed-names'),
     usernameHeaders,
-    uidHeaders: commaList(flags, 'requestheader-uid-headers', true),
-    groupHeaders: commaList(flags, 'requestheader-group-headers', true),
-    extraHeaderPrefixes: commaList(flags, 'requestheader-extra-headers-prefix', true),
+    uidHeaders: headers('requestheader-uid-headers'),
+    groupHeaders: headers('requestheader-group-headers'),
+    extraHeaderPrefixes: headers('requestheader-extra-headers-prefix'),
   };
 }
 

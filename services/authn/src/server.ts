@@ -10,7 +10,7 @@ import { readAuthenticationConfig } from './authentication-config';
 import type { JwtIssuerSettings } from './jwt-authenticator';
 import { JwtMethods } from './jwt-methods';
 import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
-import { requestHeaderAuthenticator } from './request-header';
+import { loadRequestHeaderCas, requestHeaderAuthenticator } from './request-header';
 import { parseTokenFile, tokenFileAuthenticator } from './token-file';
 import { tokenWebhookAuthenticator, type TokenReviewVersion } from './token-webhook';
 import { clientCertificateAuthenticator, parseCaBundle } from './x509';
@@ -139,7 +139,7 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   if (config.requestHeader) {
     const rh = config.requestHeader;
     const { clientCaFile, ...headers } = rh;
-    requestAuthenticators.push(requestHeaderAuthenticator({ clientCas: parseCaBundle(fs.readFileSync(clientCaFile, 'utf8')), ...headers }));
+    requestAuthenticators.push(requestHeaderAuthenticator({ clientCas: loadRequestHeaderCas(clientCaFile), ...headers }));
   }
   requestAuthenticators.push(clientCertificateAuthenticator(config.clientCaFile ? parseCaBundle(fs.readFileSync(config.clientCaFile, 'utf8')) : []));
   const tokenAuthenticators: TokenAuthenticator[] = [];
@@ -161,7 +161,7 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
     tokenAuthenticators.push(bootstrapTokenAuthenticator(storageLookup(storage)));
   }
   // The webhook goes last: it is the only method that makes a remote call for any token.
-  if (config.tokenWebhook) tokenAuthenticators.push(tokenWebhookAuthenticator({ ...config.tokenWebhook, apiAudiences }));
+  if (config.tokenWebhook) tokenAuthenticators.push(tokenWebhookAuthenticator({ ...config.tokenWebhook, apiAudiences, logger: log }));
   // The file's anonymous settings, when it has them, replace --anonymous-auth (and follow reloads).
   const anonymous = (path: string | undefined): boolean => (jwt.anonymous ? jwt.anonymousAllowed(path) : config.anonymousAuth);
   const authenticate = createAuthenticator({ requestAuthenticators, tokenAuthenticators, anonymous, apiAudiences });
