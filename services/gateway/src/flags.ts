@@ -1,4 +1,4 @@
-import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, listFlag, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import { NATS_TLS_FLAGS } from '@svc/watch-fanout/client';
 
 export const GATEWAY_FLAGS: FlagSpecs = {
@@ -14,10 +14,10 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'watch-fanout-address': { description: 'Watch fan-out replica addresses, comma-separated (calls take turns and skip an unavailable one)', default: '127.0.0.1:7105' },
   'nats-url': { description: 'NATS server URL', default: 'tls://127.0.0.1:4222' },
   ...NATS_TLS_FLAGS,
-  'requestheader-username-headers': { description: "The authenticating proxy's username headers (as authn's flag), forwarded to authn; X-Remote-* is always forwarded", default: '' },
-  'requestheader-uid-headers': { description: "The authenticating proxy's uid headers, forwarded to authn", default: '' },
-  'requestheader-group-headers': { description: "The authenticating proxy's group headers, forwarded to authn", default: '' },
-  'requestheader-extra-headers-prefix': { description: "The authenticating proxy's extra header prefixes, forwarded to authn", default: '' },
+  'requestheader-username-headers': { description: "The authenticating proxy's username headers (as authn's flag; comma-separated, repeatable), forwarded to authn; X-Remote-* is always forwarded", repeated: true, default: '' },
+  'requestheader-uid-headers': { description: "The authenticating proxy's uid headers (comma-separated, repeatable), forwarded to authn", repeated: true, default: '' },
+  'requestheader-group-headers': { description: "The authenticating proxy's group headers (comma-separated, repeatable), forwarded to authn", repeated: true, default: '' },
+  'requestheader-extra-headers-prefix': { description: "The authenticating proxy's extra header prefixes (comma-separated, repeatable), forwarded to authn", repeated: true, default: '' },
   'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
   'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables); also how long a policy change may take to reach this gateway', default: '1' },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
@@ -25,3 +25,16 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'watch-buffer-bytes': { description: 'Bytes a watch may hold unsent (a slow client) before it is ended; the client re-watches from its last resourceVersion', default: String(16 * 1024 * 1024) },
   'authorization-always-allow-paths': { description: 'Comma-separated paths served without authentication or authorization', default: '/healthz,/livez,/readyz' },
 };
+
+/**
+ * The authenticating proxy's headers to forward to authn besides the
+ * built-in credential headers: lower-cased (header names are
+ * case-insensitive, and Node hands them to the filters lower-cased).
+ */
+export function proxyHeadersFromFlags(flags: ParsedFlags): { names: string[]; prefixes: string[] } {
+  const lower = (name: string) => listFlag(flags, name).map((v) => v.toLowerCase());
+  return {
+    names: ['requestheader-username-headers', 'requestheader-uid-headers', 'requestheader-group-headers'].flatMap(lower),
+    prefixes: lower('requestheader-extra-headers-prefix'),
+  };
+}

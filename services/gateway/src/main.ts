@@ -4,15 +4,8 @@ import { OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { natsTlsFromFlags } from '@svc/watch-fanout/client';
-import { GATEWAY_FLAGS } from './flags';
+import { GATEWAY_FLAGS, proxyHeadersFromFlags } from './flags';
 import { start } from './server';
-
-function lowerList(value: string): string[] {
-  return value
-    .split(',')
-    .map((v) => v.trim().toLowerCase())
-    .filter(Boolean);
-}
 
 runMain('gateway', GATEWAY_FLAGS, (flags) => {
   const registry = new ResourceRegistry();
@@ -45,10 +38,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       watchBufferBytes: flags.getInt('watch-buffer-bytes'),
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
-    proxyHeaders: {
-      names: ['requestheader-username-headers', 'requestheader-uid-headers', 'requestheader-group-headers'].flatMap((f) => lowerList(flags.get(f))),
-      prefixes: lowerList(flags.get('requestheader-extra-headers-prefix')),
-    },
+    proxyHeaders: proxyHeadersFromFlags(flags),
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   return start(config);
