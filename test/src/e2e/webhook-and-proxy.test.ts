@@ -4,14 +4,16 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/dist/test-pki';
 import { startEnvironment, tokenKubeconfig, type Environment } from '@svc/testenv';
-import { run } from './helpers';
+import { run, until } from './helpers';
 
 /**
  * The token webhook and the authenticating proxy through the whole system:
  * kubectl with tokens a webhook served by this test decides on, and raw
  * requests carrying X-Remote-* and custom proxy headers, which count only
- * with the proxy's certificate. Under AlwaysDeny the 403 names the user the
- * request was authenticated as.
+ * with the proxy's certificate. A self-subject review shows the identity a
+ * request was given; under the default RBAC policy a 403 names the user.
+ * The gateway's own authentication cache is off, so that what is seen of
+ * caching is authn's webhook cache.
  */
 describe('token webhook and authenticating proxy', () => {
   let env: Environment;
@@ -19,6 +21,8 @@ describe('token webhook and authenticating proxy', () => {
   let proxyPki: TestPki;
   let webhook: https.Server;
   let reviews = 0;
+  const versions = new Set<string>();
+  let noCredentials = '';
 
   beforeAll(async () => {
     pki = makeTestPki('webhook-ca');
@@ -29,7 +33,12 @@ describe('token webhook and authenticating proxy', () => {
       req.on('end', () => {
         reviews++;
         const review = JSON.parse(Buffer.concat(chunks).toString()) as { apiVersion: string; spec: { token: string } };
-        const status = review.spec.token === 'webhook-good-token' ? { authenticated: true, user: { username: 'webhook-user', groups: ['webhook-group'] } } : { authenticated: false, error: 'unknown token' };
+        versions.add(review.apiVersion);
+        if (review.spec.token === 'webhook-broken-token') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>oops</html>');
+        const status =
+          review.spec.token === 'webhook-good-token'
+            ? { authenticated: true, user: { username: 'webhook-user', uid: 'w-1', groups: ['webhook-group'], extra: { 'example.com/team': ['blue'] } } }
+            : { authenticated: false, error: 'unknown token' };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'TokenReview', status }));
       });
     });
@@ -42,16 +51,19 @@ describe('token webhook and authenticating proxy', () => {
       serviceArgs: {
         authn: [
           `--authentication-token-webhook-config-file=${config}`,
-          '--authentication-token-webhook-version=v1',
           `--requestheader-client-ca-file=${path.join(proxyPki.dir, 'ca.crt')}`,
           '--requestheader-allowed-names=front-proxy',
           '--requestheader-username-headers=X-Remote-User,X-Proxy-User',
           '--requestheader-group-headers=X-Remote-Group',
           '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+          '--requestheader-uid-headers=X-Proxy-Uid',
         ],
-        gateway: ['--requestheader-username-headers=X-Proxy-User'],
+        gateway: ['--requestheader-username-headers=X-Proxy-User', '--requestheader-uid-headers', 'X-Proxy-Uid', '--authentication-cache-ttl-seconds=0'],
       },
     });
+    // A kubeconfig without credentials: kubectl is given the token with --token.
+    noCredentials = path.join(env.dir, 'no-credentials.kubeconfig');
+    fs.writeFileSync(noCredentials, tokenKubeconfig(env.url, env.pki.caCert, 'unused').replace(/^ {4}token: unused\n/m, '').replace(/^ {2}user:$/m, '  user: {}'));
   });
 
   afterAll(async () => {
@@ -62,33 +74,51 @@ describe('token webhook and authenticating proxy', () => {
     proxyPki?.remove();
   });
 
-  const kubectlWithToken = (token: string, args: string[]) => {
-    const file = path.join(env.dir, `webhook-${reviews}-${Math.random().toString(36).slice(2)}.kubeconfig`);
-    fs.writeFileSync(file, tokenKubeconfig(env.url, env.pki.caCert, token), { mode: 0o600 });
-    return run('kubectl', ['--kubeconfig', file, ...args]);
-  };
+  const kubectlWithToken = (token: string, args: string[]) => run('kubectl', ['--kubeconfig', noCredentials, `--token=${token}`, ...args]);
 
   test('kubectl with a token the webhook accepts is that user; one it refuses is Unauthorized', async () => {
-    // --raw: under AlwaysDeny the user may not read discovery either.
-    const ok = await kubectlWithToken('webhook-good-token', ['get', '--raw', '/api/v1/namespaces/default/configmaps']);
-    expect(ok.stderr).toMatch(/configmaps is forbidden: User "webhook-user" cannot list resource "configmaps"/);
+    // The default policy, which lets every authenticated user review itself, is written by the controller manager shortly after the start.
+    const who = await until(async () => {
+      const res = await kubectlWithToken('webhook-good-token', ['auth', 'whoami', '-o', 'json']);
+      return res.code === 0 ? res : undefined;
+    }, 30000);
+    expect((JSON.parse(who.stdout) as { status: { userInfo: unknown } }).status.userInfo).toEqual({ username: 'webhook-user', uid: 'w-1', groups: ['webhook-group', 'system:authenticated'], extra: { 'example.com/team': ['blue'] } });
+    // The default version of the review.
+    expect([...versions]).toEqual(['authentication.svc.io/v1beta1']);
+    // --raw: the user may not list, and the refusal names the user; the decision was cached.
     const before = reviews;
-    const again = await kubectlWithToken('webhook-good-token', ['get', '--raw', '/api/v1/namespaces/default/secrets']);
-    expect(again.stderr).toMatch(/User "webhook-user" cannot list resource "secrets"/);
-    expect(reviews).toBe(before); // cached
-    const bad = await kubectlWithToken('webhook-bad-token', ['get', '--raw', '/api/v1/namespaces/default/configmaps']);
-    expect(bad.stderr).toMatch(/Unauthorized/);
+    const forbidden = await kubectlWithToken('webhook-good-token', ['get', '--raw', '/api/v1/namespaces/default/configmaps']);
+    expect(forbidden.stderr).toMatch(/configmaps is forbidden: User "webhook-user" cannot list resource "configmaps"/);
+    expect(reviews).toBe(before);
+
+    // A typed request reads the Status (Unauthorized); discovery, read raw, words a 401 itself, as against the original server.
+    const refused = await kubectlWithToken('webhook-bad-token', ['auth', 'whoami']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/^error: You must be logged in to the server \(Unauthorized\)$/m);
+    const listing = await kubectlWithToken('webhook-bad-token', ['get', 'configmaps']);
+    expect(listing.stderr).toMatch(/^error: You must be logged in to the server \(the server has asked for the client to provide credentials\)$/m);
+    // An answer that is not a TokenReview is a refusal too, and authn carries on.
+    const broken = await kubectlWithToken('webhook-broken-token', ['auth', 'whoami']);
+    expect(broken.stderr).toMatch(/^error: You must be logged in to the server \(Unauthorized\)$/m);
+    expect((await kubectlWithToken('webhook-good-token', ['auth', 'whoami', '-o', 'json'])).code).toBe(0);
+
+    const authnLog = fs.readFileSync(path.join(env.dir, 'logs', 'authn.log'), 'utf8');
+    expect(authnLog).toMatch(/authentication failed.*token webhook: unknown token/);
+    expect(authnLog).toMatch(/token webhook gave no decision.*not JSON/);
+    for (const token of ['webhook-good-token', 'webhook-bad-token', 'webhook-broken-token']) expect(authnLog).not.toContain(token);
   });
 
-  const request = (headers: Record<string, string | string[]>, cert?: { cert: Buffer; key: Buffer }): Promise<{ status: number; body: string }> =>
+  const request = (headers: Record<string, string | string[]>, cert?: { cert: Buffer; key: Buffer }, review = false): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
-      const req = https.request(`${env.url}/api/v1/namespaces/default/configmaps`, { ca: fs.readFileSync(env.pki.caCert), ...(cert ?? {}), headers, agent: false }, (res) => {
+      const target = review ? '/apis/authentication.svc.io/v1/selfsubjectreviews' : '/api/v1/namespaces/default/configmaps';
+      const options = { ca: fs.readFileSync(env.pki.caCert), ...(cert ?? {}), headers: { ...headers, ...(review ? { 'content-type': 'application/json' } : {}) }, agent: false, method: review ? 'POST' : 'GET' };
+      const req = https.request(`${env.url}${target}`, options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
       });
       req.on('error', reject);
-      req.end();
+      req.end(review ? JSON.stringify({ apiVersion: 'authentication.svc.io/v1', kind: 'SelfSubjectReview' }) : undefined);
     });
 
   test('proxy headers count only with the proxy certificate', async () => {
@@ -110,5 +140,17 @@ describe('token webhook and authenticating proxy', () => {
     const stranger = proxyPki.tlsFor('not-the-proxy');
     const wrongName = await request({ 'X-Remote-User': 'carol', 'X-Remote-Group': 'system:masters' }, { cert: stranger.cert, key: stranger.key });
     expect(wrongName.status).toBe(401);
+  });
+
+  test('the proxy names the uid, groups and extra (percent-encoded keys) through custom and default headers', async () => {
+    const proxy = proxyPki.tlsFor('front-proxy');
+    const res = await until(async () => {
+      const r = await request({ 'X-Proxy-User': 'erin', 'X-Proxy-Uid': 'u-7', 'X-Remote-Group': ['dev', 'ops'], 'X-Remote-Extra-Acme.com%2fProject': ['p1', 'p2'] }, { cert: proxy.cert, key: proxy.key }, true);
+      return r.status === 201 ? r : undefined;
+    }, 30000);
+    expect((JSON.parse(res.body) as { status: { userInfo: unknown } }).status.userInfo).toEqual({ username: 'erin', uid: 'u-7', groups: ['dev', 'ops', 'system:authenticated'], extra: { 'acme.com/project': ['p1', 'p2'] } });
+    // The same headers from a client that is not the proxy: anonymous.
+    const anonymous = await request({ 'X-Proxy-User': 'erin', 'X-Remote-Group': 'dev' }, undefined, true);
+    expect(anonymous.body).toMatch(/system:anonymous/);
   });
 });
