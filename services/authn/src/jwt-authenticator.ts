@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as https from 'node:https';
-import { createLocalJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import type { UserInfo } from '@svc/apimachinery';
-import { TtlCache } from '@svc/service-kit';
+import { TtlCache, type Logger } from '@svc/service-kit';
 import type { CompiledExpression } from './cel';
 import { NOT_MINE, rejected, type MethodOutcome, type TokenAuthenticator } from './methods';
 import { MAX_TOKEN_BYTES } from './service-account';
@@ -15,7 +15,13 @@ import { MAX_TOKEN_BYTES } from './service-account';
  * fetched again when a token names a key id not seen yet (key rotation),
  * at most once a second. Verification: the signature with an allowed
  * asymmetric algorithm (never `none` or an HMAC), `iss`, `aud`, `exp`,
- * `nbf`; then the claim rules, the mapping to a user and the user rules.
+ * `nbf`, `iat`; then the claim rules, the mapping to a user and the user
+ * rules, as the original server does (`oidc.go`): a `uid` claim that is
+ * missing fails, a groups claim that is missing is no groups, and a string or
+ * list from an expression drops empty strings.
+ *
+ * Verified payloads are cached until their `exp` (bounded, keyed by the
+ * SHA-256 of the token); the token itself is never kept or logged.
  */
 
 export interface ClaimOrExpression {
@@ -47,6 +53,10 @@ export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'ES256', 'ES384
 const DISCOVERY_TIMEOUT_MS = 10_000;
 const MAX_DOCUMENT_BYTES = 1024 * 1024;
 const REFRESH_INTERVAL_MS = 1000;
+/** How far in the future `nbf` and `iat` may be (clocks differ); the original allows as much for `nbf`. */
+const CLOCK_SKEW_SECONDS = 5 * 60;
+const VERIFIED_CACHE_ENTRIES = 10_000;
+const VERIFIED_CACHE_MAX_MS = 60 * 60 * 1000;
 
 function fetchJson(url: string, ca: string | undefined): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -77,6 +87,7 @@ class IssuerKeys {
   private jwks: ReturnType<typeof createLocalJWKSet> | undefined;
   private kids = new Set<string>();
   private lastFetch = 0;
+  private lastError: Error | undefined;
   private inflight: Promise<void> | undefined;
 
   constructor(private readonly settings: JwtIssuerSettings) {}
@@ -92,12 +103,24 @@ class IssuerKeys {
     this.kids = new Set(keys.keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
   }
 
-  /** Fetches the keys again unless that happened within the last second; concurrent callers share one fetch. */
+  /**
+   * Fetches the keys again unless that happened within the last second (a
+   * failure is remembered as long); concurrent callers share one fetch.
+   */
   async refresh(): Promise<void> {
     if (this.inflight) return this.inflight;
-    if (this.jwks && Date.now() - this.lastFetch < REFRESH_INTERVAL_MS) return;
+    if (Date.now() - this.lastFetch < REFRESH_INTERVAL_MS) {
+      if (this.lastError) throw this.lastError;
+      if (this.jwks) return;
+    }
     this.lastFetch = Date.now();
-    this.inflight = this.fetchKeys().finally(() => (this.inflight = undefined));
+    this.inflight = this.fetchKeys()
+      .then(() => (this.lastError = undefined))
+      .catch((err: unknown) => {
+        this.lastError = new Error(`the issuer's keys could not be fetched: ${(err as Error).message}`);
+        throw this.lastError;
+      })
+      .finally(() => (this.inflight = undefined));
     return this.inflight;
   }
 
@@ -115,9 +138,10 @@ function stringClaim(claims: JWTPayload, name: string): string | undefined {
 
 type Mapped<T> = { ok: true; value: T } | { ok: false; error: string };
 
+/** A username or uid: a string claim (which must be present) with its prefix, or a string expression. */
 function mapString(spec: ClaimOrExpression, claims: JWTPayload, what: string, required: boolean): Mapped<string> {
   if (spec.expression) {
-    const r = spec.expression({ claims });
+    const r = spec.expression.evaluate(claims);
     if (!r.ok) return { ok: false, error: `${what} expression failed: ${r.error}` };
     if (typeof r.value !== 'string') return { ok: false, error: `${what} expression must return a string` };
     if (required && r.value === '') return { ok: false, error: `${what} expression returned an empty string` };
@@ -125,22 +149,30 @@ function mapString(spec: ClaimOrExpression, claims: JWTPayload, what: string, re
   }
   const claim = spec.claim ?? '';
   const v = stringClaim(claims, claim);
-  if (v === undefined) return required || claims[claim] !== undefined ? { ok: false, error: `claim ${JSON.stringify(claim)} is missing or not a string` } : { ok: true, value: '' };
-  if (required && v === '') return { ok: false, error: `claim ${JSON.stringify(claim)} is empty` };
+  if (v === undefined) return { ok: false, error: `${what} claim ${JSON.stringify(claim)} is missing or not a string` };
+  if (required && v === '') return { ok: false, error: `${what} claim ${JSON.stringify(claim)} is empty` };
   return { ok: true, value: `${spec.prefix ?? ''}${v}` };
 }
 
+/** A claim holding groups: a string or a list of strings. */
 function asStringList(value: unknown): string[] | undefined {
-  if (typeof value === 'string') return value === '' ? [] : [value];
+  if (typeof value === 'string') return [value];
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
   return undefined;
 }
 
+/** An expression's string or list of strings; null, "" and [] are none, and empty strings in a list are dropped. */
+function expressionStrings(value: unknown): string[] | undefined {
+  if (value === null || value === undefined) return [];
+  const list = asStringList(value);
+  return list?.filter((v) => v !== '');
+}
+
 function mapList(spec: ClaimOrExpression, claims: JWTPayload, what: string): Mapped<string[]> {
   if (spec.expression) {
-    const r = spec.expression({ claims });
+    const r = spec.expression.evaluate(claims);
     if (!r.ok) return { ok: false, error: `${what} expression failed: ${r.error}` };
-    const list = asStringList(r.value);
+    const list = expressionStrings(r.value);
     return list ? { ok: true, value: list } : { ok: false, error: `${what} expression must return a string or a list of strings` };
   }
   const raw = claims[spec.claim ?? ''];
@@ -154,19 +186,24 @@ export interface JwtAuthenticator extends TokenAuthenticator {
   readonly issuer: string;
 }
 
+/** The outcome of a validation rule: it must return a boolean, and false fails with the rule's message. */
+function ruleFailure(r: ReturnType<CompiledExpression['evaluate']>, message: string, source: string, what: string): string | undefined {
+  if (!r.ok) return `${what} failed: ${r.error}`;
+  if (typeof r.value !== 'boolean') return `${what} must return a boolean`;
+  return r.value ? undefined : `${what} '${source}' failed${message ? `: ${message}` : ''}`;
+}
+
 /** A JWT issuer as a token method; tokens of other issuers are not-mine. */
-export function jwtAuthenticator(settings: JwtIssuerSettings, name = 'jwt'): JwtAuthenticator {
+export function jwtAuthenticator(settings: JwtIssuerSettings, name = 'jwt', log?: Logger): JwtAuthenticator {
   const keys = new IssuerKeys(settings);
-  const verified = new TtlCache<JWTPayload>(60 * 60 * 1000, 10000);
+  /** Users of tokens verified and mapped, by the SHA-256 of the token, until the token's `exp`. */
+  const authenticated = new TtlCache<{ user: UserInfo; exp: number }>(VERIFIED_CACHE_MAX_MS, VERIFIED_CACHE_ENTRIES);
   const algorithms = settings.algorithms.filter((a) => ASYMMETRIC_ALGORITHMS.includes(a));
+  const options = { issuer: settings.url, audience: settings.audiences, algorithms, requiredClaims: ['exp'], clockTolerance: CLOCK_SKEW_SECONDS };
 
   async function verify(token: string): Promise<JWTPayload> {
-    const digest = createHash('sha256').update(token).digest('base64');
-    const cached = verified.get(digest);
-    if (cached && (cached.exp ?? 0) * 1000 > Date.now()) return cached;
-    const header = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid?: unknown };
+    const header = decodeProtectedHeader(token);
     const kid = typeof header.kid === 'string' ? header.kid : undefined;
-    const options = { issuer: settings.url, audience: settings.audiences, algorithms, requiredClaims: ['exp'] };
     let payload: JWTPayload;
     try {
       payload = (await jwtVerify(token, await keys.keySet(kid), options)).payload;
@@ -176,14 +213,56 @@ export function jwtAuthenticator(settings: JwtIssuerSettings, name = 'jwt'): Jwt
       await keys.refresh();
       payload = (await jwtVerify(token, await keys.keySet(undefined), options)).payload;
     }
-    verified.set(digest, payload);
+    // jose allowed the skew for `nbf`; `exp` allows none, as in the original.
+    const now = Date.now() / 1000;
+    if ((payload.exp ?? 0) <= now) throw new Error('"exp" claim timestamp check failed (the token has expired)');
+    // jose checks that `iat` is a number; one from the future means a wrong clock or a forged token.
+    if (payload.iat !== undefined && payload.iat > now + CLOCK_SKEW_SECONDS) throw new Error('"iat" claim timestamp check failed (issued in the future)');
     return payload;
+  }
+
+  /** The user of verified claims, or why there is none. */
+  function mapUser(claims: JWTPayload): Mapped<UserInfo> {
+    for (const rule of settings.claimValidationRules) {
+      if ('claim' in rule) {
+        const value = claims[rule.claim];
+        if (value === undefined) return { ok: false, error: `required claim ${rule.claim} not present` };
+        if (value !== rule.requiredValue) return { ok: false, error: `required claim ${rule.claim} does not have the required value` };
+      } else {
+        const failure = ruleFailure(rule.expression.evaluate(claims), rule.message, rule.expression.source, 'claim validation expression');
+        if (failure) return { ok: false, error: failure };
+      }
+    }
+    if (settings.requireVerifiedEmail && settings.username.claim === 'email' && claims['email_verified'] !== undefined && claims['email_verified'] !== true) {
+      return { ok: false, error: 'email not verified' };
+    }
+    const username = mapString(settings.username, claims, 'username', true);
+    if (!username.ok) return username;
+    const groups: Mapped<string[]> = settings.groups ? mapList(settings.groups, claims, 'groups') : { ok: true, value: [] };
+    if (!groups.ok) return groups;
+    const uid: Mapped<string> = settings.uid ? mapString(settings.uid, claims, 'uid', false) : { ok: true, value: '' };
+    if (!uid.ok) return uid;
+    const extra: Record<string, string[]> = {};
+    for (const e of settings.extra) {
+      const r = e.valueExpression.evaluate(claims);
+      if (!r.ok) return { ok: false, error: `extra ${e.key} expression failed: ${r.error}` };
+      const values = expressionStrings(r.value);
+      if (!values) return { ok: false, error: `extra ${e.key} expression must return a string or a list of strings` };
+      if (values.length > 0) extra[e.key] = values;
+    }
+    const user: UserInfo = { username: username.value, uid: uid.value, groups: groups.value, extra };
+    for (const rule of settings.userValidationRules) {
+      const failure = ruleFailure(rule.expression.evaluate(user), rule.message, rule.expression.source, 'user validation expression');
+      if (failure) return { ok: false, error: failure };
+    }
+    return { ok: true, value: user };
   }
 
   return {
     name,
     issuer: settings.url,
     async authenticateToken(token, audiences): Promise<MethodOutcome> {
+      // Size first: nothing larger is parsed.
       if (token.length > MAX_TOKEN_BYTES || token.split('.').length !== 3) return NOT_MINE;
       let unverified: JWTPayload;
       try {
@@ -192,45 +271,20 @@ export function jwtAuthenticator(settings: JwtIssuerSettings, name = 'jwt'): Jwt
         return NOT_MINE;
       }
       if (unverified.iss !== settings.url) return NOT_MINE;
+      const digest = createHash('sha256').update(token).digest('base64');
+      const cached = authenticated.get(digest);
+      if (cached && cached.exp * 1000 > Date.now()) return { status: 'authenticated', user: cached.user, audiences: [...audiences] };
       let claims: JWTPayload;
       try {
         claims = await verify(token);
       } catch (err) {
         return rejected(`${name}: ${(err as Error).message}`);
       }
-      for (const rule of settings.claimValidationRules) {
-        if ('claim' in rule) {
-          if (stringClaim(claims, rule.claim) !== rule.requiredValue) return rejected(`${name}: required claim ${rule.claim} does not have the required value`);
-        } else {
-          const r = rule.expression({ claims });
-          if (!r.ok) return rejected(`${name}: claim validation failed: ${r.error}`);
-          if (r.value !== true) return rejected(`${name}: ${rule.message || 'a claim validation rule failed'}`);
-        }
-      }
-      if (settings.requireVerifiedEmail && settings.username.claim === 'email' && claims['email_verified'] !== undefined && claims['email_verified'] !== true) {
-        return rejected(`${name}: email not verified`);
-      }
-      const username = mapString(settings.username, claims, 'username', true);
-      if (!username.ok) return rejected(`${name}: ${username.error}`);
-      const groups: Mapped<string[]> = settings.groups ? mapList(settings.groups, claims, 'groups') : { ok: true, value: [] };
-      if (!groups.ok) return rejected(`${name}: ${groups.error}`);
-      const uid: Mapped<string> = settings.uid ? mapString(settings.uid, claims, 'uid', false) : { ok: true, value: '' };
-      if (!uid.ok) return rejected(`${name}: ${uid.error}`);
-      const extra: Record<string, string[]> = {};
-      for (const e of settings.extra) {
-        const r = e.valueExpression({ claims });
-        if (!r.ok) return rejected(`${name}: extra ${e.key} expression failed: ${r.error}`);
-        const values = asStringList(r.value);
-        if (!values) return rejected(`${name}: extra ${e.key} expression must return a string or a list of strings`);
-        if (values.length > 0) extra[e.key] = values;
-      }
-      const user: UserInfo = { username: username.value, uid: uid.value, groups: groups.value, extra };
-      for (const rule of settings.userValidationRules) {
-        const r = rule.expression({ user });
-        if (!r.ok) return rejected(`${name}: user validation failed: ${r.error}`);
-        if (r.value !== true) return rejected(`${name}: ${rule.message || 'a user validation rule failed'}`);
-      }
-      return { status: 'authenticated', user, audiences: [...audiences] };
+      const user = mapUser(claims);
+      if (!user.ok) return rejected(`${name}: ${user.error}`);
+      authenticated.set(digest, { user: user.value, exp: claims.exp ?? 0 });
+      log?.info('token verified', { authenticator: name, issuer: settings.url, username: user.value.username, expires: new Date((claims.exp ?? 0) * 1000).toISOString() });
+      return { status: 'authenticated', user: user.value, audiences: [...audiences] };
     },
   };
 }

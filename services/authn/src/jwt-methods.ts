@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import type { Logger } from '@svc/service-kit';
-import { readAuthenticationConfig, type AnonymousSettings, type AuthenticationConfig } from './authentication-config';
+import { AuthenticationConfigError, readAuthenticationConfig, type AnonymousSettings, type AuthenticationConfig } from './authentication-config';
 import { jwtAuthenticator, type JwtAuthenticator, type JwtIssuerSettings } from './jwt-authenticator';
 import { NOT_MINE, type TokenAuthenticator } from './methods';
 
@@ -10,17 +10,41 @@ import { NOT_MINE, type TokenAuthenticator } from './methods';
  * file, which is read again when it changes. A new version that does not
  * validate is refused, logged with the file and the field, and the last good
  * one stays in force.
+ *
+ * These tokens are for this server itself: as in the original (an
+ * audience-agnostic authenticator), a request for audiences none of which
+ * is the server's (`--api-audiences`) is not theirs, and an authenticated
+ * token serves the requested audiences that are the server's.
  */
+export interface JwtMethodsOptions {
+  /** The server's audiences; empty when it has none (then every request's audiences are served). */
+  apiAudiences?: string[];
+  /** `--service-account-issuer`: no file issuer may use one of these URLs. */
+  serviceAccountIssuers?: string[];
+  /** Whether `--anonymous-auth` was given: then the file may not set `anonymous`, at start or on reload. */
+  anonymousAuthExplicit?: boolean;
+}
+
 export class JwtMethods implements TokenAuthenticator {
   readonly name = 'jwt';
   private issuers: JwtAuthenticator[] = [];
   private anonymousSettings: AnonymousSettings | undefined;
   private watching: string | undefined;
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly options: JwtMethodsOptions = {},
+  ) {}
 
   setIssuers(settings: JwtIssuerSettings[], name: string): void {
-    this.issuers = settings.map((s) => jwtAuthenticator(s, name));
+    this.issuers = settings.map((s) => jwtAuthenticator(s, name, this.log));
+  }
+
+  /** Reads and validates the configuration file; an AuthenticationConfigError names the file and the field. */
+  read(file: string): AuthenticationConfig {
+    const config = readAuthenticationConfig(file, this.options.serviceAccountIssuers ?? []);
+    if (config.anonymous && this.options.anonymousAuthExplicit) throw new AuthenticationConfigError(`${file}: anonymous: Forbidden: may not be set together with --anonymous-auth`);
+    return config;
   }
 
   apply(config: AuthenticationConfig): void {
@@ -41,20 +65,23 @@ export class JwtMethods implements TokenAuthenticator {
   }
 
   async authenticateToken(token: string, audiences: readonly string[]) {
+    const api = this.options.apiAudiences ?? [];
+    const served = api.length > 0 && audiences.length > 0 ? audiences.filter((a) => api.includes(a)) : [...audiences];
+    if (api.length > 0 && audiences.length > 0 && served.length === 0) return NOT_MINE;
     for (const issuer of this.issuers) {
-      const outcome = await issuer.authenticateToken(token, audiences);
+      const outcome = await issuer.authenticateToken(token, served);
       if (outcome.status !== 'not-mine') return outcome;
     }
     return NOT_MINE;
   }
 
   /** Reads `file` again whenever it changes (polled every `intervalMs`). */
-  watch(file: string, serviceAccountIssuers: string[], intervalMs = 1000): void {
+  watch(file: string, intervalMs = 1000): void {
     this.watching = file;
     fs.watchFile(file, { interval: intervalMs, persistent: false }, (curr, prev) => {
       if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
       try {
-        const config = readAuthenticationConfig(file, serviceAccountIssuers);
+        const config = this.read(file);
         this.apply(config);
         this.log.info('authentication configuration reloaded', { file, issuers: config.jwt.map((j) => j.url) });
       } catch (err) {

@@ -6,7 +6,6 @@ import { StorageClient } from '@svc/storage/client';
 import { bootstrapTokenAuthenticator } from './bootstrap-token';
 import { createAuthenticator, createTokenVerifier, type AuthenticationResult } from './authenticator';
 import type { RequestAuthenticator, TokenAuthenticator } from './methods';
-import { readAuthenticationConfig } from './authentication-config';
 import type { JwtIssuerSettings } from './jwt-authenticator';
 import { JwtMethods } from './jwt-methods';
 import { parseSigningKey, parseVerificationKeys, serviceAccountTokens, type ObjectLookup, type ServiceAccountTokens, type TokenKey } from './service-account';
@@ -146,14 +145,12 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
   if (config.tokenAuthFile) tokenAuthenticators.push(tokenFileAuthenticator(parseTokenFile(fs.readFileSync(config.tokenAuthFile, 'utf8'))));
   const serviceAccounts = sa && sa.issuers.length > 0 ? serviceAccountMethod(sa, apiAudiences, storage) : undefined;
   if (serviceAccounts) tokenAuthenticators.push(serviceAccounts);
-  const jwt = new JwtMethods(log);
+  const jwt = new JwtMethods(log, { apiAudiences, serviceAccountIssuers: sa?.issuers ?? [], anonymousAuthExplicit: config.anonymousAuthExplicit ?? false });
   if (config.oidc) jwt.setIssuers([config.oidc], 'oidc');
   if (config.authenticationConfigFile) {
-    const file = config.authenticationConfigFile;
-    const initial = readAuthenticationConfig(file, sa?.issuers ?? []);
-    if (initial.anonymous && config.anonymousAuthExplicit) throw new Error(`${file}: anonymous may not be set together with --anonymous-auth`);
-    jwt.apply(initial);
-    jwt.watch(file, sa?.issuers ?? []);
+    if (config.oidc) throw new Error('--authentication-config and --oidc-* flags may not be used together');
+    jwt.apply(jwt.read(config.authenticationConfigFile));
+    jwt.watch(config.authenticationConfigFile);
   }
   if (config.oidc || config.authenticationConfigFile) tokenAuthenticators.push(jwt);
   if (config.enableBootstrapTokenAuth) {

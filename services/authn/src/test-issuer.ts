@@ -13,7 +13,8 @@ export interface TestIssuer {
   /** Adds a signing key and returns its key id; the newest key signs. */
   addKey(): Promise<string>;
   removeKey(kid: string): void;
-  sign(claims: JWTPayload, opts?: { kid?: string; expiresInSeconds?: number; alg?: string }): Promise<string>;
+  /** Signs `claims` with `iat` now (unless given) and `exp` in ten minutes (`expiresInSeconds`; null for none). */
+  sign(claims: JWTPayload, opts?: { kid?: string; expiresInSeconds?: number | null; alg?: string }): Promise<string>;
   /** How many times the JWKS was fetched. */
   readonly jwksFetches: number;
   close(): Promise<void>;
@@ -58,12 +59,10 @@ export async function startTestIssuer(tls: { cert: Buffer; key: Buffer }, path =
       const key = keys.get(kid);
       if (!key) throw new Error(`no key ${kid}`);
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT(claims)
-        .setProtectedHeader({ alg: opts.alg ?? 'RS256', kid })
-        .setIssuer(typeof claims.iss === 'string' ? claims.iss : url)
-        .setIssuedAt(now)
-        .setExpirationTime(now + (opts.expiresInSeconds ?? 600))
-        .sign(key.privateKey);
+      const jwt = new SignJWT(claims).setProtectedHeader({ alg: opts.alg ?? 'RS256', kid }).setIssuer(typeof claims.iss === 'string' ? claims.iss : url);
+      if (claims.iat === undefined) jwt.setIssuedAt(now);
+      if (opts.expiresInSeconds !== null) jwt.setExpirationTime(now + (opts.expiresInSeconds ?? 600));
+      return jwt.sign(key.privateKey);
     },
     async close() {
       server.closeAllConnections();
