@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import * as https from 'node:https';
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import type { UserInfo } from '@svc/apimachinery';
 import { TtlCache, type Logger } from '@svc/service-kit';
 import type { CompiledExpression } from './cel';
 import { NOT_MINE, rejected, type MethodOutcome, type TokenAuthenticator } from './methods';
-import { MAX_TOKEN_BYTES } from './service-account';
+import { unverifiedIssuer } from './service-account';
 
 /**
  * A JWT issuer trusted for authentication: OpenID Connect by the
@@ -262,15 +262,7 @@ export function jwtAuthenticator(settings: JwtIssuerSettings, name = 'jwt', log?
     name,
     issuer: settings.url,
     async authenticateToken(token, audiences): Promise<MethodOutcome> {
-      // Size first: nothing larger is parsed.
-      if (token.length > MAX_TOKEN_BYTES || token.split('.').length !== 3) return NOT_MINE;
-      let unverified: JWTPayload;
-      try {
-        unverified = decodeJwt(token);
-      } catch {
-        return NOT_MINE;
-      }
-      if (unverified.iss !== settings.url) return NOT_MINE;
+      if (unverifiedIssuer(token) !== settings.url) return NOT_MINE;
       const digest = createHash('sha256').update(token).digest('base64');
       const cached = authenticated.get(digest);
       if (cached && cached.exp * 1000 > Date.now()) return { status: 'authenticated', user: cached.user, audiences: [...audiences] };
