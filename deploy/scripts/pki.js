@@ -6,7 +6,9 @@
 // line):
 //   - the client-facing CA, the gateway's serving certificate, the admin
 //     client certificate (CN svc-admin, O system:masters) and admin.kubeconfig,
-//     the controller-manager's client certificate and its kubeconfig;
+//     the controller-manager's client certificate (no group: it only mints its
+//     controllers' service-account tokens) and the rbac-bootstrap identity's
+//     (system:masters: it writes the default roles), with their kubeconfigs;
 //   - the internal CA and one certificate per service identity (gateway,
 //     storage, authn, authz, admission, watch-fanout, etcd, nats), which every
 //     internal edge (gRPC, etcd, NATS) checks.
@@ -14,7 +16,7 @@
 //   gateway             serving.crt serving.key client-ca.crt + internal files
 //   authn               client-ca.crt service-account.key + internal files
 //   storage authz admission watch-fanout etcd nats   internal files
-//   controller-manager  controller-manager.kubeconfig
+//   controller-manager  controller-manager.kubeconfig rbac-bootstrap.kubeconfig
 // where the internal files are internal-ca.crt, tls.crt and tls.key (the
 // consumer's own identity), and nats also gets nats.conf.
 //
@@ -120,7 +122,7 @@ async function createSecret(namespace, name, files) {
 }
 
 /** What each consumer may read, by file name, from the paths made above. */
-function consumerFiles(pki, internal, cmKubeconfig, natsConf) {
+function consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf) {
   const files = {};
   for (const identity of INTERNAL_IDENTITIES) {
     const own = internal.identities[identity];
@@ -129,7 +131,7 @@ function consumerFiles(pki, internal, cmKubeconfig, natsConf) {
   Object.assign(files.gateway, { 'serving.crt': pki.servingCert, 'serving.key': pki.servingKey, 'client-ca.crt': pki.caCert });
   Object.assign(files.authn, { 'client-ca.crt': pki.caCert, 'service-account.key': pki.serviceAccountKey });
   files.nats['nats.conf'] = natsConf;
-  files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig };
+  files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig, 'rbac-bootstrap.kubeconfig': bootstrapKubeconfig };
   return files;
 }
 
@@ -161,17 +163,23 @@ async function main() {
   const internal = ensureInternalPki(path.join(pki.dir, 'internal'));
   const kubeconfigPath = path.join(pki.dir, 'admin.kubeconfig');
   fs.writeFileSync(kubeconfigPath, kubeconfig(flags.server, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
-  const cm = path.join(pki.dir, 'controller-manager.crt');
-  const cmIdentity = fs.existsSync(cm)
-    ? { cert: cm, key: path.join(pki.dir, 'controller-manager.key') }
-    : issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', ['system:masters']);
-  const cmKubeconfig = path.join(pki.dir, 'controller-manager.kubeconfig');
+  // The controller-manager's own identity holds no group: it only mints its controllers' service
+  // account tokens. The writer of the default roles holds everything they grant (system:masters).
+  const clientIdentity = (name, user, groups) => {
+    const cert = path.join(pki.dir, `${name}.crt`);
+    return fs.existsSync(cert) ? { cert, key: path.join(pki.dir, `${name}.key`) } : issueClientCertificate(pki, name, user, groups);
+  };
   const cmServer = flags['controller-manager-server'];
+  const cmIdentity = clientIdentity('controller-manager', 'system:svc-controller-manager', []);
+  const cmKubeconfig = path.join(pki.dir, 'controller-manager.kubeconfig');
   fs.writeFileSync(cmKubeconfig, kubeconfig(cmServer, pki.caCert, cmIdentity.cert, cmIdentity.key, 'system:svc-controller-manager'), { mode: 0o600 });
+  const bootstrapIdentity = clientIdentity('rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
+  const bootstrapKubeconfig = path.join(pki.dir, 'rbac-bootstrap.kubeconfig');
+  fs.writeFileSync(bootstrapKubeconfig, kubeconfig(cmServer, pki.caCert, bootstrapIdentity.cert, bootstrapIdentity.key, 'system:svc-rbac-bootstrap'), { mode: 0o600 });
   // The NATS server reads its certificates where its consumer set is mounted (/pki in both deployments).
   const natsConf = path.join(pki.dir, 'nats.conf');
   fs.writeFileSync(natsConf, natsServerConfig({ listen: '0.0.0.0:4222', httpPort: 8222, storeDir: '/data', tls: { caFile: '/pki/internal-ca.crt', certFile: '/pki/tls.crt', keyFile: '/pki/tls.key' } }));
-  const files = consumerFiles(pki, internal, cmKubeconfig, natsConf);
+  const files = consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf);
   process.stdout.write(`pki: ${pki.dir} holds the CAs, serving.crt (${hosts.join(', ')}), admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer}) and the internal certificates of ${INTERNAL_IDENTITIES.join(', ')}\n`);
   if (flags['export-dir']) {
     exportFiles(path.resolve(flags['export-dir']), files);

@@ -196,15 +196,26 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     }
     const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
     fs.writeFileSync(kubeconfigPath, kubeconfig(url, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
-    // Controllers are API clients with their own identity.
-    const cm = issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', ['system:masters']);
+    // Controllers are API clients, each with its own least-privilege service account; the
+    // process's certificate may only create those accounts' tokens. Only the writer of the
+    // default roles holds everything it grants.
+    const cm = issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', []);
     const cmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');
     fs.writeFileSync(cmKubeconfig, kubeconfig(url, pki.caCert, cm.cert, cm.key, 'system:svc-controller-manager'), { mode: 0o600 });
+    const bootstrap = issueClientCertificate(pki, 'rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
+    const bootstrapKubeconfig = path.join(dir, 'rbac-bootstrap.kubeconfig');
+    fs.writeFileSync(bootstrapKubeconfig, kubeconfig(url, pki.caCert, bootstrap.cert, bootstrap.key, 'system:svc-rbac-bootstrap'), { mode: 0o600 });
     addresses['controller-manager'] = `127.0.0.1:${await port(4 + replicas)}`;
     await launch(
       'controller-manager',
       'controller-manager',
-      [`--kubeconfig=${cmKubeconfig}`, `--listen=${addresses['controller-manager']}`, '--controllers=*,bootstrapsigner,tokencleaner'],
+      [
+        `--kubeconfig=${cmKubeconfig}`,
+        `--rbac-bootstrap-kubeconfig=${bootstrapKubeconfig}`,
+        '--use-service-account-credentials',
+        `--listen=${addresses['controller-manager']}`,
+        '--controllers=*,bootstrapsigner,tokencleaner',
+      ],
       addresses['controller-manager'],
     );
     const started = { etcd, nats };

@@ -14,24 +14,59 @@ export interface WatchEvent {
   object: ApiObject;
 }
 
+/**
+ * Where a client's bearer token comes from when it is not fixed in the
+ * kubeconfig: a service account's token, asked for and renewed by the
+ * controller-manager (`--use-service-account-credentials`).
+ */
+export interface TokenSource {
+  /** A token that is valid now. */
+  token(): Promise<string>;
+  /** The server refused `token` (401): the next call asks for a new one. */
+  invalidate(token: string): void;
+}
+
+export interface ApiClientOptions {
+  userAgent?: string;
+  /** Bearer tokens from here instead of the kubeconfig's credentials. */
+  tokenSource?: TokenSource;
+}
+
 export class ApiClient {
   private readonly agent: https.Agent;
+  private readonly userAgent: string;
+  private readonly tokenSource: TokenSource | undefined;
 
   constructor(
     private readonly creds: Credentials,
-    private readonly userAgent = 'svc-controller-manager',
+    options: ApiClientOptions = {},
   ) {
-    this.agent = new https.Agent({ keepAlive: true, ...(creds.ca ? { ca: creds.ca } : {}), ...(creds.cert ? { cert: creds.cert } : {}), ...(creds.key ? { key: creds.key } : {}) });
+    this.userAgent = options.userAgent ?? 'svc-controller-manager';
+    this.tokenSource = options.tokenSource;
+    // A client of a service account presents only its token, never the process's certificate.
+    const cert = this.tokenSource ? {} : { ...(creds.cert ? { cert: creds.cert } : {}), ...(creds.key ? { key: creds.key } : {}) };
+    this.agent = new https.Agent({ keepAlive: true, ...(creds.ca ? { ca: creds.ca } : {}), ...cert });
   }
 
   close(): void {
     this.agent.destroy();
   }
 
-  /** One request; resolves with the decoded body of a 2xx answer. */
-  request<T = ApiObject>(method: string, urlPath: string, body?: unknown): Promise<T> {
+  /** One request; resolves with the decoded body of a 2xx answer. A refused service-account token is renewed once. */
+  async request<T = ApiObject>(method: string, urlPath: string, body?: unknown): Promise<T> {
+    const token = await this.tokenSource?.token();
+    try {
+      return await this.requestWith<T>(method, urlPath, body, token);
+    } catch (err) {
+      if (!(token && this.tokenSource && err instanceof ApiError && err.code === 401)) throw err;
+      this.tokenSource.invalidate(token);
+      return this.requestWith<T>(method, urlPath, body, await this.tokenSource.token());
+    }
+  }
+
+  private requestWith<T>(method: string, urlPath: string, body: unknown, token: string | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const req = https.request(`${this.creds.server}${urlPath}`, { method, agent: this.agent, headers: this.headers(body !== undefined), timeout: 30000 }, (res) => {
+      const req = https.request(`${this.creds.server}${urlPath}`, { method, agent: this.agent, headers: this.headers(body !== undefined, token), timeout: 30000 }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -60,13 +95,17 @@ export class ApiClient {
    * Streams a watch; resolves when the server ends it (its timeout, or a
    * restart) and rejects on an error answer or a broken connection.
    */
-  watch(urlPath: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+  async watch(urlPath: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    const token = await this.tokenSource?.token();
     return new Promise<void>((resolve, reject) => {
-      const req = https.request(`${this.creds.server}${urlPath}`, { agent: this.agent, headers: this.headers(false), signal }, (res) => {
+      const req = https.request(`${this.creds.server}${urlPath}`, { agent: this.agent, headers: this.headers(false, token), signal }, (res) => {
         if ((res.statusCode ?? 0) !== 200) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(errorFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))));
+          res.on('end', () => {
+            if (res.statusCode === 401 && token) this.tokenSource?.invalidate(token);
+            reject(errorFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')));
+          });
           return;
         }
         let buffered = '';
@@ -86,10 +125,11 @@ export class ApiClient {
     });
   }
 
-  private headers(withBody: boolean): Record<string, string> {
+  private headers(withBody: boolean, sourcedToken: string | undefined): Record<string, string> {
     const h: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent };
     if (withBody) h['content-type'] = 'application/json';
-    if (this.creds.token) h['authorization'] = `Bearer ${this.creds.token}`;
+    const token = this.tokenSource ? sourcedToken : this.creds.token;
+    if (token) h['authorization'] = `Bearer ${token}`;
     return h;
   }
 }

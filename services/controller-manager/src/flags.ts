@@ -8,5 +8,11 @@ export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
     default: '*',
   },
   'cluster-info-server': { description: 'Server URL the bootstrap signer publishes in the svc-public/cluster-info ConfigMap; default: the --kubeconfig server', default: '' },
+  'use-service-account-credentials': {
+    description: 'Run each controller as its own service account in svc-system (system:controller:<account> roles); the --kubeconfig identity then needs only to create those accounts and their tokens',
+    default: 'false',
+    boolean: true,
+  },
+  'rbac-bootstrap-kubeconfig': { description: 'Kubeconfig of a system:masters identity for the rbac-bootstrap controller, which writes the default roles; default: --kubeconfig', default: '' },
   'namespace-sync-period-seconds': { description: 'How often every namespace is looked at again, besides watching them', default: '30' },
 };

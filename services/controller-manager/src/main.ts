@@ -8,6 +8,8 @@ runMain('controller-manager', CONTROLLER_MANAGER_FLAGS, (flags) =>
     listen: flags.get('listen'),
     namespaceSyncPeriodMs: flags.getInt('namespace-sync-period-seconds') * 1000,
     controllers: flags.get('controllers').split(','),
+    useServiceAccountCredentials: flags.getBool('use-service-account-credentials'),
+    ...(flags.get('rbac-bootstrap-kubeconfig') ? { rbacBootstrapKubeconfig: flags.get('rbac-bootstrap-kubeconfig') } : {}),
     ...(flags.get('cluster-info-server') ? { clusterInfoServer: flags.get('cluster-info-server') } : {}),
   }),
 );

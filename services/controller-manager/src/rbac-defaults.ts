@@ -56,7 +56,94 @@ function clusterRoleBinding(name: string, role: string, groups: string[], users:
 
 const CORE_WORKLOADS = ['pods', 'services', 'configmaps', 'endpoints', 'serviceaccounts', 'events'];
 
-/** Every default object, cluster roles first, then bindings, then the public namespace's. */
+function role(namespace: string, name: string, rules: Rule[]): ApiObject {
+  return { apiVersion: API, kind: 'Role', metadata: meta(name, {}, namespace), rules };
+}
+
+function roleBinding(namespace: string, name: string, roleRef: { kind: 'Role' | 'ClusterRole'; name: string }, subjects: Array<Record<string, string>>): ApiObject {
+  return { apiVersion: API, kind: 'RoleBinding', metadata: meta(name, {}, namespace), roleRef: { apiGroup: RBAC, ...roleRef }, subjects };
+}
+
+/** The controller-manager's own identity (its kubeconfig's client certificate). */
+export const CONTROLLER_MANAGER_USER = 'system:svc-controller-manager';
+export const SYSTEM_NAMESPACE = 'svc-system';
+const PUBLIC_NAMESPACE = 'svc-public';
+
+/**
+ * The service account each controller runs as with
+ * `--use-service-account-credentials` (in the system namespace, named as
+ * the original controller-manager names them), bound to
+ * `system:controller:<account>`.
+ */
+export const CONTROLLER_ACCOUNTS: Record<string, string> = {
+  namespace: 'namespace-controller',
+  serviceaccount: 'service-account-controller',
+  'clusterrole-aggregation': 'clusterrole-aggregation-controller',
+  bootstrapsigner: 'bootstrap-signer',
+  tokencleaner: 'token-cleaner',
+};
+
+const controllerRole = (account: string): string => `system:controller:${account}`;
+const accountSubject = (account: string): Record<string, string> => ({ kind: 'ServiceAccount', name: account, namespace: SYSTEM_NAMESPACE });
+
+/**
+ * What each controller may do, and no more: the namespace controller empties
+ * namespaces of every kind, the service-account controller creates accounts,
+ * aggregation rewrites aggregated ClusterRoles (escalate: they hold what
+ * their sources hold), the bootstrap signer reads token Secrets and keeps
+ * cluster-info, the token cleaner deletes expired token Secrets. The
+ * controller-manager itself may only create those accounts and their tokens.
+ * RBAC bootstrap writes every role, so it runs with a `system:masters`
+ * identity (`--rbac-bootstrap-kubeconfig`), as the original server writes
+ * its defaults with its privileged loopback identity.
+ */
+function controllerObjects(): ApiObject[] {
+  const clusterWide: Array<[string, Rule[]]> = [
+    [
+      CONTROLLER_ACCOUNTS['namespace'] as string,
+      [
+        { verbs: ['get', 'list', 'delete', 'deletecollection'], apiGroups: ['*'], resources: ['*'] },
+        { verbs: ['watch'], apiGroups: [''], resources: ['namespaces'] },
+        { verbs: ['update'], apiGroups: [''], resources: ['namespaces/finalize', 'namespaces/status'] },
+      ],
+    ],
+    [
+      CONTROLLER_ACCOUNTS['serviceaccount'] as string,
+      [
+        { verbs: READ, apiGroups: [''], resources: ['namespaces'] },
+        { verbs: [...READ, 'create'], apiGroups: [''], resources: ['serviceaccounts'] },
+      ],
+    ],
+    [CONTROLLER_ACCOUNTS['clusterrole-aggregation'] as string, [{ verbs: ['escalate', 'get', 'list', 'patch', 'update', 'watch'], apiGroups: [RBAC], resources: ['clusterroles'] }]],
+  ];
+  const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;
+  const cleaner = CONTROLLER_ACCOUNTS['tokencleaner'] as string;
+  const namespaced: Array<[string, string, Rule[]]> = [
+    [SYSTEM_NAMESPACE, signer, [{ verbs: READ, apiGroups: [''], resources: ['secrets'] }]],
+    [
+      PUBLIC_NAMESPACE,
+      signer,
+      [
+        { verbs: [...READ, 'create'], apiGroups: [''], resources: ['configmaps'] },
+        { verbs: ['update', 'patch'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'] },
+      ],
+    ],
+    [SYSTEM_NAMESPACE, cleaner, [{ verbs: [...READ, 'delete'], apiGroups: [''], resources: ['secrets'] }]],
+  ];
+  return [
+    ...clusterWide.map(([account, rules]) => clusterRole(controllerRole(account), rules)),
+    ...clusterWide.map(([account]) => ({ ...clusterRoleBinding(controllerRole(account), controllerRole(account), []), subjects: [accountSubject(account)] })),
+    ...namespaced.map(([ns, account, rules]) => role(ns, controllerRole(account), rules)),
+    ...namespaced.map(([ns, account]) => roleBinding(ns, controllerRole(account), { kind: 'Role', name: controllerRole(account) }, [accountSubject(account)])),
+    role(SYSTEM_NAMESPACE, CONTROLLER_MANAGER_USER, [
+      { verbs: ['get', 'create'], apiGroups: [''], resources: ['serviceaccounts'] },
+      { verbs: ['create'], apiGroups: [''], resources: ['serviceaccounts/token'] },
+    ]),
+    roleBinding(SYSTEM_NAMESPACE, CONTROLLER_MANAGER_USER, { kind: 'Role', name: CONTROLLER_MANAGER_USER }, [{ kind: 'User', apiGroup: RBAC, name: CONTROLLER_MANAGER_USER }]),
+  ];
+}
+
+/** Every default object, cluster roles first, then bindings, then the controllers' and the namespaced ones. */
 export function defaultRbacObjects(): ApiObject[] {
   return [
     clusterRole('cluster-admin', [
@@ -111,23 +198,13 @@ export function defaultRbacObjects(): ApiObject[] {
     clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),
     clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', ['system:authenticated', 'system:unauthenticated']),
     clusterRoleBinding('system:monitoring', 'system:monitoring', ['system:monitoring']),
+    ...controllerObjects(),
     // The public cluster-info ConfigMap is readable without credentials (SPEC section 2).
-    {
-      apiVersion: API,
-      kind: 'Role',
-      metadata: meta('system:public-cluster-info-reader', {}, 'svc-public'),
-      rules: [{ verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'] }],
-    },
-    {
-      apiVersion: API,
-      kind: 'RoleBinding',
-      metadata: meta('system:public-cluster-info-reader', {}, 'svc-public'),
-      roleRef: { apiGroup: RBAC, kind: 'Role', name: 'system:public-cluster-info-reader' },
-      subjects: [
-        { kind: 'User', apiGroup: RBAC, name: 'system:anonymous' },
-        { kind: 'Group', apiGroup: RBAC, name: 'system:authenticated' },
-      ],
-    },
+    role(PUBLIC_NAMESPACE, 'system:public-cluster-info-reader', [{ verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'] }]),
+    roleBinding(PUBLIC_NAMESPACE, 'system:public-cluster-info-reader', { kind: 'Role', name: 'system:public-cluster-info-reader' }, [
+      { kind: 'User', apiGroup: RBAC, name: 'system:anonymous' },
+      { kind: 'Group', apiGroup: RBAC, name: 'system:authenticated' },
+    ]),
   ];
 }
 

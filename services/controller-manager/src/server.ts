@@ -3,6 +3,8 @@ import { createLogger, type Logger } from '@svc/service-kit';
 import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
 import { ApiClient, loadKubeconfig, type Credentials } from './client';
 import { ClusterRoleAggregation, RbacBootstrap } from './rbac-controllers';
+import { CONTROLLER_ACCOUNTS } from './rbac-defaults';
+import { ServiceAccountTokenSource } from './service-account-credentials';
 import { NamespaceController } from './namespace-controller';
 import { ServiceAccountController } from './service-account-controller';
 
@@ -17,6 +19,18 @@ export interface ControllerManagerConfig {
   controllers?: string[];
   /** The server URL published in cluster-info; the kubeconfig's server when unset. */
   clusterInfoServer?: string;
+  /**
+   * Each controller talks to the API as its own service account in
+   * svc-system (`system:controller:<account>` grants what it needs); the
+   * kubeconfig's identity then only creates those accounts and their tokens.
+   */
+  useServiceAccountCredentials?: boolean;
+  /**
+   * Kubeconfig of the identity that writes the default roles and bindings
+   * (it must hold every permission it grants: `system:masters`); the
+   * `--kubeconfig` one when unset.
+   */
+  rbacBootstrapKubeconfig?: string;
   logger?: Logger;
 }
 
@@ -86,20 +100,34 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   if (!config.kubeconfig) throw new Error('--kubeconfig is required');
   const enabled = enabledControllers(config.controllers ?? ['*']);
   const creds = loadKubeconfig(config.kubeconfig);
-  const client = new ApiClient(creds);
+  const ownClient = new ApiClient(creds);
+  const clients: ApiClient[] = [ownClient];
+  // The client a controller works with: its own service account's, or the process's.
+  const clientFor = (controller: string): ApiClient => {
+    const account = CONTROLLER_ACCOUNTS[controller];
+    if (!config.useServiceAccountCredentials || !account) return ownClient;
+    const tokenSource = new ServiceAccountTokenSource(ownClient, account, log.with({ controller }));
+    const client = new ApiClient(creds, { tokenSource, userAgent: `svc-controller-manager/${account}` });
+    clients.push(client);
+    return client;
+  };
   const resyncMs = config.namespaceSyncPeriodMs ?? 30000;
-  const namespaces = new NamespaceController(client, log.with({ controller: 'namespace' }), { resyncMs });
-  const serviceAccounts = new ServiceAccountController(client, log.with({ controller: 'serviceaccount' }), { resyncMs });
+  const namespaces = new NamespaceController(clientFor('namespace'), log.with({ controller: 'namespace' }), { resyncMs });
+  const serviceAccounts = new ServiceAccountController(clientFor('serviceaccount'), log.with({ controller: 'serviceaccount' }), { resyncMs });
   const running: Array<{ name: string; synced: boolean; start(): void; stop(): Promise<void> }> = [];
   if (enabled.has('namespace')) running.push(Object.assign(namespaces, { name: 'namespace' }));
   if (enabled.has('serviceaccount')) running.push(Object.assign(serviceAccounts, { name: 'serviceaccount' }));
   if (enabled.has('bootstrapsigner')) {
     const kubeconfig = clusterInfoKubeconfig(creds, config.clusterInfoServer);
-    running.push(Object.assign(new BootstrapSigner(client, log.with({ controller: 'bootstrapsigner' }), { resyncMs, clusterInfoKubeconfig: kubeconfig }), { name: 'bootstrapsigner' }));
+    running.push(Object.assign(new BootstrapSigner(clientFor('bootstrapsigner'), log.with({ controller: 'bootstrapsigner' }), { resyncMs, clusterInfoKubeconfig: kubeconfig }), { name: 'bootstrapsigner' }));
   }
-  if (enabled.has('rbac-bootstrap')) running.push(Object.assign(new RbacBootstrap(client, log.with({ controller: 'rbac-bootstrap' })), { name: 'rbac-bootstrap' }));
-  if (enabled.has('clusterrole-aggregation')) running.push(Object.assign(new ClusterRoleAggregation(client, log.with({ controller: 'clusterrole-aggregation' }), { resyncMs }), { name: 'clusterrole-aggregation' }));
-  if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(client, log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
+  if (enabled.has('rbac-bootstrap')) {
+    const bootstrapClient = config.rbacBootstrapKubeconfig ? new ApiClient(loadKubeconfig(config.rbacBootstrapKubeconfig)) : ownClient;
+    if (bootstrapClient !== ownClient) clients.push(bootstrapClient);
+    running.push(Object.assign(new RbacBootstrap(bootstrapClient, log.with({ controller: 'rbac-bootstrap' })), { name: 'rbac-bootstrap' }));
+  }
+  if (enabled.has('clusterrole-aggregation')) running.push(Object.assign(new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), log.with({ controller: 'clusterrole-aggregation' }), { resyncMs }), { name: 'clusterrole-aggregation' }));
+  if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(clientFor('tokencleaner'), log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && running.every((c) => c.synced));
@@ -114,7 +142,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   });
   const bound = (health.address() as { port: number }).port;
   for (const c of running) c.start();
-  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: running.map((c) => c.name) });
+  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: running.map((c) => c.name), serviceAccountCredentials: config.useServiceAccountCredentials === true });
   return {
     address: `${host}:${bound}`,
     port: bound,
@@ -123,7 +151,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     controllers: running.map((c) => c.name),
     close: async () => {
       await Promise.all(running.map((c) => c.stop()));
-      client.close();
+      for (const c of clients) c.close();
       await new Promise<void>((resolve) => health.close(() => resolve()));
     },
   };

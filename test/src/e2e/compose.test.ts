@@ -637,7 +637,11 @@ describe('deploy/scripts', () => {
       }
       expect(fs.readdirSync(path.join(exportDir, 'gateway')).sort()).toEqual(['client-ca.crt', 'internal-ca.crt', 'serving.crt', 'serving.key', 'tls.crt', 'tls.key']);
       expect(fs.readFileSync(path.join(exportDir, 'nats', 'nats.conf'), 'utf8')).toMatch(/verify_and_map/);
-      expect(fs.readdirSync(path.join(exportDir, 'controller-manager'))).toEqual(['controller-manager.kubeconfig']);
+      expect(fs.readdirSync(path.join(exportDir, 'controller-manager')).sort()).toEqual(['controller-manager.kubeconfig', 'rbac-bootstrap.kubeconfig']);
+      // The controller-manager's own identity holds no group; only the default roles' writer is in system:masters.
+      const subjectOf = async (cert: string): Promise<string> => (await runIn(dir, 'openssl', ['x509', '-noout', '-subject', '-in', cert])).stdout;
+      expect(await subjectOf('controller-manager.crt')).not.toContain('system:masters');
+      expect(await subjectOf('rbac-bootstrap.crt')).toContain('system:masters');
       expect(fs.readdirSync(path.join(exportDir, 'authn')).sort()).toEqual(['client-ca.crt', 'internal-ca.crt', 'service-account.key', 'tls.crt', 'tls.key']);
       // The client-facing CA does not verify internal certificates.
       expect((await runIn(exportDir, 'openssl', ['verify', '-CAfile', path.join(dir, 'ca.crt'), path.join('storage', 'tls.crt')])).code).not.toBe(0);
