@@ -5,6 +5,7 @@ import { metaDefinitions } from './meta-definitions';
 import { openApiV3Key } from './names';
 import { kindPaths } from './operations';
 import { renderPaths } from './render';
+import { encodeOpenApiV2Protobuf } from './v2-protobuf';
 import { OPENAPI_3, SWAGGER_2, type Dialect } from './schema-convert';
 
 /**
@@ -98,6 +99,7 @@ export function openApiV3Discovery(registry: ResourceRegistry, hashOf: (group: s
  */
 export class OpenApiDocuments {
   private v2Cache: JsonObject | undefined;
+  private v2ProtobufCache: Buffer | undefined;
   private readonly v3Cache = new Map<string, { document: JsonObject; hash: string }>();
   private readonly unsubscribe: () => void;
 
@@ -111,6 +113,12 @@ export class OpenApiDocuments {
   v2(): JsonObject {
     this.v2Cache ??= openApiV2(this.registry, this.options);
     return this.v2Cache;
+  }
+
+  /** The v2 document as an `openapi.v2.Document` message (kubectl's client-side validation reads it). */
+  v2Protobuf(): Buffer {
+    this.v2ProtobufCache ??= encodeOpenApiV2Protobuf(this.v2());
+    return this.v2ProtobufCache;
   }
 
   /** The document and hash of a group version, or undefined when it is not served. */
@@ -132,6 +140,7 @@ export class OpenApiDocuments {
 
   invalidate(): void {
     this.v2Cache = undefined;
+    this.v2ProtobufCache = undefined;
     this.v3Cache.clear();
   }
 

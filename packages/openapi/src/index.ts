@@ -14,3 +14,4 @@ export type { Dialect } from './schema-convert';
 export { listDefinitionName, metaName, openApiV3Key } from './names';
 export { PATCH_MEDIA_TYPES, QUERY_PARAMETERS, kindPaths } from './operations';
 export type { Action, GroupVersionKind, Operation, PathItem, QueryParameter } from './operations';
+export { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ALT, encodeOpenApiV2Protobuf } from './v2-protobuf';

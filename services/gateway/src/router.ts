@@ -5,7 +5,7 @@ import { requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
-import { apiGroup, apiGroupList, apiResourceList, apiVersions } from '@svc/openapi';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ALT, apiGroup, apiGroupList, apiResourceList, apiVersions } from '@svc/openapi';
 import { handleGet } from './handlers/get';
 import { handleHealth } from './handlers/health';
 import { handleList } from './handlers/list';
@@ -103,7 +103,15 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
   }
   if (first === 'openapi') {
     const docs = deps.documents;
-    if (second === 'v2' && parts.length === 2 && docs.openApiV2) return writeBody(req, res, 200, docs.openApiV2(reg), JSON_OUT);
+    if (second === 'v2' && parts.length === 2 && docs.openApiV2) {
+      if (docs.openApiV2Protobuf && wantsOpenApiV2Protobuf(req.headers.accept)) {
+        // Go's media-type parser refuses the '@' of the older spelling, so the answer names the dotted one.
+        res.status(200).setHeader('Content-Type', OPENAPI_V2_PROTOBUF_ALT);
+        res.end(docs.openApiV2Protobuf(reg));
+        return;
+      }
+      return writeBody(req, res, 200, docs.openApiV2(reg), JSON_OUT);
+    }
     if (second === 'v3' && parts.length === 2 && docs.openApiV3Index) return writeBody(req, res, 200, docs.openApiV3Index(reg), JSON_OUT);
     if (second === 'v3' && docs.openApiV3GroupVersion) {
       if (third === 'api' && fourth === 'v1' && parts.length === 4) return writeBody(req, res, 200, docs.openApiV3GroupVersion(reg, '', 'v1'), JSON_OUT);
@@ -114,4 +122,19 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
     }
   }
   throw NOT_FOUND();
+}
+
+/**
+ * Whether the client asks for the protobuf form of `/openapi/v2` (kubectl
+ * does, for client-side validation) before JSON: the first of the two media
+ * types in its Accept list that it does not refuse with `q=0`.
+ */
+export function wantsOpenApiV2Protobuf(accept: string | undefined): boolean {
+  for (const part of (accept ?? '').split(',')) {
+    const [type = '', ...params] = part.split(';').map((x) => x.trim().toLowerCase());
+    if (params.some((p) => /^q=0(\.0*)?$/.test(p))) continue;
+    if (type === OPENAPI_V2_PROTOBUF || type === OPENAPI_V2_PROTOBUF_ALT) return true;
+    if (type === 'application/json' || type === '*/*' || type === 'application/*') return false;
+  }
+  return false;
 }
