@@ -196,7 +196,7 @@ describe('ABAC decisions', () => {
     ['v0 user-only read-only: reads any resource in any group', resource('legacy', AUTH, 'list', 'apps', 'deployments', 'x'), 12],
     ['v0 user-only read-only: reads non-resource paths', nonResource('legacy', AUTH, 'get', '/metrics'), 12],
     ['v0 user-only read-only: no writes', resource('legacy', AUTH, 'create', '', 'pods', 'x'), undefined],
-    ['v0 with namespace and resource: any API group', resource('scoped', AUTH, 'delete', 'whatever.example', 'secrets', 'ns1'), 13],
+    ['v0 with namespace and resource: every API group', resource('scoped', AUTH, 'delete', 'whatever.example', 'secrets', 'ns1'), 13],
     ['v0 with namespace and resource: not another namespace', resource('scoped', AUTH, 'delete', '', 'secrets', 'ns2'), undefined],
     ['v0 with namespace and resource: no non-resource paths', nonResource('scoped', AUTH, 'get', '/version'), undefined],
     ['v0 resource only: every namespace', resource('gina', ['auditors'], 'watch', '', 'events', 'any'), 14],
