@@ -24,6 +24,8 @@ export interface EnvironmentOptions {
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
   authorizationMode?: string;
+  /** authz's `--authorization-policy-file` (the ABAC mode, which `authorizationMode` must then name). */
+  authorizationPolicyFile?: string;
   tokenAuthFile?: string;
   anonymousAuth?: boolean;
   /** Also copy service logs here. */
@@ -161,12 +163,9 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
     await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
-    await launch(
-      'authz',
-      'authz',
-      [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`],
-      addresses['authz'] as string,
-    );
+    const authzArgs = [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`];
+    if (options.authorizationPolicyFile) authzArgs.push(`--authorization-policy-file=${options.authorizationPolicyFile}`);
+    await launch('authz', 'authz', authzArgs, addresses['authz'] as string);
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
     for (const [i, addr] of fanoutAddresses.entries()) {
       await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);

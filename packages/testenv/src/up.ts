@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     grpcBasePort: Number(env('SVC_GRPC_BASE_PORT', '7101')),
     watchFanoutReplicas: Number(env('SVC_WATCH_FANOUT_REPLICAS', '2')),
     authorizationMode: env('SVC_AUTHORIZATION_MODE', 'RBAC'),
+    ...(process.env['SVC_AUTHORIZATION_POLICY_FILE'] ? { authorizationPolicyFile: process.env['SVC_AUTHORIZATION_POLICY_FILE'] } : {}),
     ...(process.env['SVC_TOKEN_AUTH_FILE'] ? { tokenAuthFile: process.env['SVC_TOKEN_AUTH_FILE'] } : {}),
     ...(process.env['SVC_QUIET'] ? {} : { logStream: process.stderr }),
     nodeArgs: env('SVC_NODE_ARGS', '').split(' ').filter(Boolean),

@@ -37,7 +37,7 @@ export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
 export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
 export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
 
-export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'RBAC', 'Webhook'] as const;
+export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'RBAC', 'Webhook'] as const;
 export type Mode = (typeof MODES)[number];
 
 export class AuthorizationConfigError extends Error {
@@ -63,6 +63,7 @@ export function parseModes(value: string): Mode[] {
 
 /** The authorizer of each mode that needs state (RBAC's policy). */
 export interface ModeAuthorizers {
+  ABAC?: Authorizer;
   RBAC?: Authorizer;
   Webhook?: Authorizer;
 }

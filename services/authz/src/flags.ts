@@ -4,7 +4,8 @@ import type { WebhookAuthorizerOptions } from './webhook-authorizer';
 export const AUTHZ_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7103' },
-  'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, RBAC, Webhook (system:masters is always allowed)', default: 'AlwaysDeny' },
+  'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, ABAC, RBAC, Webhook (system:masters is always allowed)', default: 'AlwaysDeny' },
+  'authorization-policy-file': { description: 'ABAC policy file (the ABAC mode, and only with it): one JSON Policy per line, abac.authorization.svc.io/v1beta1 or the unversioned form', default: '' },
   'authorization-webhook-config-file': { description: 'Kubeconfig-format file of the authorization webhook (the Webhook mode): its https server and CA, this server\'s client certificate', default: '' },
   'authorization-webhook-version': { description: 'SubjectAccessReview version sent to the webhook: v1 or v1beta1', default: 'v1beta1' },
   'authorization-webhook-cache-authorized-ttl': { description: 'How long an allow from the webhook is reused (Go duration)', default: '5m0s' },

@@ -12,5 +12,6 @@ runMain('authz', AUTHZ_FLAGS, (flags) => {
     ...(flags.get('storage-address') ? { storageAddress: flags.get('storage-address') } : {}),
     ...(flags.get('watch-fanout-address') ? { watchFanoutAddress: flags.get('watch-fanout-address') } : {}),
     ...(webhook ? { webhook } : {}),
+    ...(flags.get('authorization-policy-file') ? { authorizationPolicyFile: flags.get('authorization-policy-file') } : {}),
   });
 });

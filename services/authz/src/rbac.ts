@@ -36,7 +36,7 @@ export interface Binding {
 const SERVICE_ACCOUNT_PREFIX = 'system:serviceaccount:';
 
 /** Our name of a group written with its upstream name in a rule (`apps` stays `apps`). */
-function canonicalGroup(group: string): string {
+export function canonicalGroup(group: string): string {
   return group.endsWith('.k8s.io') ? `${group.slice(0, -'.k8s.io'.length)}.svc.io` : group;
 }
 

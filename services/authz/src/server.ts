@@ -2,7 +2,8 @@ import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { WatchFanoutClient } from '@svc/watch-fanout/client';
-import { MASTERS_GROUP, chain, type Authorizer, type Decision, type Mode } from './authorizer';
+import { abacAuthorizerFor } from './abac';
+import { MASTERS_GROUP, chain, type Decision, type Mode, type ModeAuthorizers } from './authorizer';
 import { PolicyFeed } from './policy-feed';
 import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
@@ -22,6 +23,8 @@ export interface AuthzConfig {
   policyPollMs?: number;
   /** The Webhook mode's connection and caches (`--authorization-webhook-*`). */
   webhook?: WebhookAuthorizerOptions;
+  /** The ABAC mode's policy file (`--authorization-policy-file`); required with ABAC, refused without it. */
+  authorizationPolicyFile?: string;
   logger?: Logger;
 }
 
@@ -59,7 +62,9 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
-  const stateful: { RBAC?: Authorizer; Webhook?: Authorizer } = {};
+  const stateful: ModeAuthorizers = {};
+  const abac = abacAuthorizerFor(config.modes, config.authorizationPolicyFile, log);
+  if (abac) stateful.ABAC = abac;
   if (config.modes.includes('Webhook')) {
     if (!config.webhook) throw new Error('the Webhook mode needs --authorization-webhook-config-file');
     stateful.Webhook = webhookAuthorizer(config.webhook);
