@@ -42,3 +42,5 @@ export {
 } from './internal-tls';
 export { loadKubeconfig, KubeconfigError, type Credentials } from './kubeconfig';
 export { loadWebhookConfig, postJson, type WebhookReply } from './webhook';
+export { FieldReader, parseConfigDocument, type JsonObject } from './config-reader';
+export { watchFileContent, contentHash, type FileWatch, type FileWatchOptions, type FileWatchTimers } from './file-watch';

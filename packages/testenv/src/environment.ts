@@ -163,9 +163,20 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
     await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
-    const authzArgs = [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`];
-    if (options.authorizationPolicyFile) authzArgs.push(`--authorization-policy-file=${options.authorizationPolicyFile}`);
-    await launch('authz', 'authz', authzArgs, addresses['authz'] as string);
+    const authzHasConfigFile = (options.serviceArgs?.['authz'] ?? []).some((a) => a === '--authorization-config' || a.startsWith('--authorization-config='));
+    await launch(
+      'authz',
+      'authz',
+      [
+        `--listen=${addresses['authz']}`,
+        // A test's --authorization-config replaces the modes (the two may not be combined).
+        ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? 'RBAC'}`]),
+        `--storage-address=${addresses['storage']}`,
+        `--watch-fanout-address=${fanoutAddresses.join(',')}`,
+        ...(options.authorizationPolicyFile ? [`--authorization-policy-file=${options.authorizationPolicyFile}`] : []),
+      ],
+      addresses['authz'] as string,
+    );
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
     for (const [i, addr] of fanoutAddresses.entries()) {
       await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);

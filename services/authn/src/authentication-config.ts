@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
-import { load } from 'js-yaml';
+import { FieldReader, parseConfigDocument } from '@svc/service-kit';
 import { compileExpression, CelCompileError, type CelVariable, type CompiledExpression } from './cel';
 import { ASYMMETRIC_ALGORITHMS, type ClaimOrExpression, type JwtIssuerSettings } from './jwt-authenticator';
 
@@ -38,46 +38,7 @@ export interface AuthenticationConfig {
   anonymous?: AnonymousSettings;
 }
 
-type Json = Record<string, unknown>;
-
-class Reader {
-  readonly problems: string[] = [];
-
-  problem(field: string, message: string): void {
-    this.problems.push(`${field}: ${message}`);
-  }
-
-  /** An object whose fields are among `known` (strict decoding). */
-  object(value: unknown, field: string, known?: readonly string[]): Json | undefined {
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'object' || Array.isArray(value)) {
-      this.problem(field, 'Invalid value: must be an object');
-      return undefined;
-    }
-    if (known) {
-      for (const key of Object.keys(value)) if (!known.includes(key)) this.problem(field === '<root>' ? key : `${field}.${key}`, 'unknown field');
-    }
-    return value as Json;
-  }
-
-  list(value: unknown, field: string): unknown[] {
-    if (value === undefined || value === null) return [];
-    if (!Array.isArray(value)) {
-      this.problem(field, 'Invalid value: must be a list');
-      return [];
-    }
-    return value;
-  }
-
-  string(value: unknown, field: string): string | undefined {
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string') {
-      this.problem(field, 'Invalid value: must be a string');
-      return undefined;
-    }
-    return value;
-  }
-
+class Reader extends FieldReader {
   expression(source: string, field: string, variable: CelVariable = 'claims'): CompiledExpression | undefined {
     try {
       return compileExpression(source, field, variable);
@@ -268,9 +229,9 @@ function pemBundleProblem(pem: string): string | undefined {
 export function parseAuthenticationConfig(text: string, file: string, serviceAccountIssuers: string[] = []): AuthenticationConfig {
   let doc: unknown;
   try {
-    doc = load(text);
+    doc = parseConfigDocument(text, file);
   } catch (err) {
-    throw new AuthenticationConfigError(`${file}: ${(err as Error).message.split('\n')[0] ?? 'cannot be parsed'}`);
+    throw new AuthenticationConfigError((err as Error).message);
   }
   const r = new Reader();
   const root = r.object(doc, '<root>', ['apiVersion', 'kind', 'jwt', 'anonymous']);

@@ -16,7 +16,7 @@ describe('CEL expressions of the authentication configuration', () => {
   test('the user variable for user rules; a variable that is not in scope is a compile error naming the field', () => {
     expect(compileExpression('user.username.startsWith("x") && user.groups.size() == 0', 'f', 'user').evaluate({ username: 'xy', uid: '', groups: [], extra: {} })).toEqual({ ok: true, value: true });
     expect(() => compileExpression('user.username == "a"', 'jwt[0].claimMappings.username.expression')).toThrow(
-      new CelCompileError("jwt[0].claimMappings.username.expression: Invalid value: compilation failed: undeclared reference to 'user' (only 'claims' is available here)"),
+      new CelCompileError('jwt[0].claimMappings.username.expression', "Invalid value: compilation failed: undeclared reference to 'user' (only 'claims' is available here)"),
     );
     expect(() => compileExpression('claims.sub', 'jwt[0].userValidationRules[0].expression', 'user')).toThrow(/undeclared reference to 'claims'/);
     // Comprehension variables and type names are declared.

@@ -37,7 +37,7 @@ export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
 export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
 export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
 
-export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'RBAC', 'Webhook'] as const;
+export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'RBAC', 'Node', 'Webhook'] as const;
 export type Mode = (typeof MODES)[number];
 
 export class AuthorizationConfigError extends Error {
@@ -61,24 +61,38 @@ export function parseModes(value: string): Mode[] {
   return modes as Mode[];
 }
 
-/** The authorizer of each mode that needs state (RBAC's policy). */
+/** The authorizer of each mode that needs state (RBAC's policy, Node's graph, the webhook's connection). */
 export interface ModeAuthorizers {
   ABAC?: Authorizer;
   RBAC?: Authorizer;
+  Node?: Authorizer;
   Webhook?: Authorizer;
 }
 
+/** One link of the chain, named for messages: the mode, or the name an authorization configuration file gives it. */
+export interface NamedAuthorizer {
+  name: string;
+  authorize: Authorizer;
+}
+
+/** The authorizer of mode `m`; a mode that needs state and has none is a configuration error. */
+export function modeAuthorizer(m: Mode, stateful: ModeAuthorizers = {}): Authorizer {
+  if (m === 'AlwaysAllow') return alwaysAllow;
+  if (m === 'AlwaysDeny') return alwaysDeny;
+  const a = stateful[m];
+  if (!a) throw new AuthorizationConfigError(`authorization mode ${m} has no authorizer`);
+  return a;
+}
+
 export function chain(modes: Mode[], stateful: ModeAuthorizers = {}): Authorizer {
-  const of = (m: Mode): Authorizer => {
-    if (m === 'AlwaysAllow') return alwaysAllow;
-    if (m === 'AlwaysDeny') return alwaysDeny;
-    const a = stateful[m];
-    if (!a) throw new AuthorizationConfigError(`authorization mode ${m} has no authorizer`);
-    return a;
-  };
-  const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...modes.map(of)];
+  return chainOf(modes.map((m) => ({ name: m, authorize: modeAuthorizer(m, stateful) })));
+}
+
+/** The authorizers in order, after `system:masters`; the first with an opinion decides. */
+export function chainOf(entries: readonly NamedAuthorizer[]): Authorizer {
+  const authorizers: Authorizer[] = [privilegedGroupAuthorizer, ...entries.map((e) => e.authorize)];
   // Beyond the original server: a refusal says which modes were asked and had no opinion.
-  const asked = `${NO_OPINION_PREFIX}${modes.join(', ')}) allowed it`;
+  const asked = `${NO_OPINION_PREFIX}${entries.map((e) => e.name).join(', ')}) allowed it`;
   return async (attrs) => {
     const reasons: string[] = [];
     for (const authorize of authorizers) {

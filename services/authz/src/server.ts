@@ -4,6 +4,7 @@ import { StorageClient } from '@svc/storage/client';
 import { WatchFanoutClient } from '@svc/watch-fanout/client';
 import { abacAuthorizerFor } from './abac';
 import { MASTERS_GROUP, chain, type Decision, type Mode, type ModeAuthorizers } from './authorizer';
+import { ConfiguredAuthorizer, loadAuthorizationConfigFile, modesOf } from './configured-authorizer';
 import { PolicyFeed } from './policy-feed';
 import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
@@ -15,7 +16,12 @@ export interface AuthzConfig {
   listen: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
+  /** The `--authorization-mode` list; ignored when `authorizationConfigFile` is given. */
   modes: Mode[];
+  /** `--authorization-config`: the authorizers come from this file, which is followed for changes. */
+  authorizationConfigFile?: string;
+  /** How often the authorization configuration file is polled (60 s by default). */
+  authorizationConfigPollMs?: number;
   /** The storage service and watch-fanout, where RBAC reads its policy (required with the RBAC mode). */
   storageAddress?: string;
   watchFanoutAddress?: string;
@@ -62,14 +68,17 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
+  // With a configuration file its entries say which modes run (reloads may not add or remove RBAC or Node).
+  const file = config.authorizationConfigFile ? loadAuthorizationConfigFile(config.authorizationConfigFile) : undefined;
+  const modes: Mode[] = file ? modesOf(file.config) : config.modes;
   const stateful: ModeAuthorizers = {};
-  const abac = abacAuthorizerFor(config.modes, config.authorizationPolicyFile, log);
+  const abac = abacAuthorizerFor(modes, config.authorizationPolicyFile, log);
   if (abac) stateful.ABAC = abac;
-  if (config.modes.includes('Webhook')) {
+  if (!file && modes.includes('Webhook')) {
     if (!config.webhook) throw new Error('the Webhook mode needs --authorization-webhook-config-file');
     stateful.Webhook = webhookAuthorizer(config.webhook);
   }
-  if (config.modes.includes('RBAC')) {
+  if (modes.includes('RBAC')) {
     if (!config.storageAddress || !config.watchFanoutAddress) throw new Error('the RBAC mode needs --storage-address and --watch-fanout-address');
     storage = new StorageClient(config.storageAddress, tls);
     fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
@@ -80,7 +89,12 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
     stateful.RBAC = (attrs) => (rbacFeed.ready ? rbac.authorize(attrs) : { decision: 'no-opinion', reason: 'RBAC: the policy is not loaded yet' });
     rbacFeed.start();
   }
-  const authorize = chain(config.modes, stateful);
+  let configured: ConfiguredAuthorizer | undefined;
+  if (config.authorizationConfigFile && file) {
+    configured = new ConfiguredAuthorizer(config.authorizationConfigFile, file, { stateful, log, ...(config.authorizationConfigPollMs !== undefined ? { pollMs: config.authorizationConfigPollMs } : {}) });
+    configured.startWatching();
+  }
+  const authorize = configured ? configured.authorize : chain(modes, stateful);
   const implementation: authz.AuthzServer = {
     authorize: unary(log, 'Authorize', async (req: authz.AuthorizeRequest): Promise<authz.AuthorizeResponse> => {
       const d = await authorize({
@@ -104,7 +118,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       if (user.groups.includes(MASTERS_GROUP)) return { rules: [toProtoRule(EVERYTHING[0] as PolicyRule), toProtoRule(EVERYTHING[1] as PolicyRule)], incomplete: false };
       const rules = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
       // Modes other than RBAC cannot list what they allow.
-      return { rules: rules.map(toProtoRule), incomplete: config.modes.some((m) => m !== 'RBAC') || !feed?.ready };
+      return { rules: rules.map(toProtoRule), incomplete: modes.some((m) => m !== 'RBAC') || !feed?.ready };
     }),
     covers: unary(log, 'Covers', async (req: authz.CoversRequest): Promise<authz.CoversResponse> => {
       const user = fromProtoUser(req.user);
@@ -115,12 +129,13 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
     }),
   };
   const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
-  log.info('authz listening', { address: server.address, modes: config.modes });
+  log.info('authz listening', { address: server.address, modes, ...(configured ? { authorizationConfig: configured.file, authorizers: configured.configuration.authorizers.map((a) => `${a.type}/${a.name}`) } : {}) });
   return {
     address: server.address,
     port: server.port,
     close: async () => {
       await server.close();
+      configured?.close();
       await feed?.stop();
       storage?.close();
       fanout?.close();

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/dist/test-pki';
 import { chain, parseModes, type Attributes } from './authorizer';
-import { webhookAuthorizer } from './webhook-authorizer';
+import { compile } from '@svc/cel';
+import { MATCH_CONDITION_REQUEST } from './authorization-config';
+import { evaluateMatchConditions, matchRequestOf, webhookAuthorizer } from './webhook-authorizer';
 
 describe('Webhook authorization mode', () => {
   let pki: TestPki;
@@ -79,5 +81,57 @@ describe('Webhook authorization mode', () => {
     expect((await chain(parseModes('Webhook,AlwaysAllow'), { Webhook: w })(attrs('get'))).decision).toBe('allow');
     answer = () => decided({ denied: true, reason: 'blocked' });
     expect(await chain(parseModes('Webhook,AlwaysAllow'), { Webhook: w })(attrs('get'))).toEqual({ decision: 'deny', reason: 'blocked' });
+  });
+  describe('match conditions and the failure policy (configuration file webhooks)', () => {
+    const condition = (expression: string) => compile(expression, { field: 'f', variables: { request: MATCH_CONDITION_REQUEST }, resultType: 'bool' });
+    // true for alice, false for bob; an error for a non-resource request (no resourceAttributes).
+    const conditions = [condition('request.user != "bob"'), condition('request.resourceAttributes.resource == "deployments"')];
+    const nonResource = (user: string): Attributes => ({ ...attrs('get', user), resourceRequest: false, path: '/healthz' });
+
+    test('the request is the v1 spec without empty fields', () => {
+      expect(matchRequestOf({ ...attrs('get'), namespace: '', user: { username: 'alice', uid: '', groups: [], extra: { k: ['v'], e: [] } } })).toEqual({
+        user: 'alice',
+        extra: { k: ['v'] },
+        resourceAttributes: { verb: 'get', group: 'apps', version: 'v1', resource: 'deployments', subresource: 'scale', name: 'web' },
+      });
+      expect(evaluateMatchConditions(conditions, matchRequestOf(attrs('get')))).toEqual({ match: true });
+      expect(evaluateMatchConditions(conditions, matchRequestOf(attrs('get', 'bob')))).toEqual({ match: false });
+      // A false condition wins over another's error.
+      expect(evaluateMatchConditions(conditions, matchRequestOf(nonResource('bob')))).toEqual({ match: false });
+      expect(evaluateMatchConditions(conditions, matchRequestOf(nonResource('alice')))).toMatchObject({ match: 'error', error: expect.stringContaining('request.resourceAttributes.resource') });
+      expect(evaluateMatchConditions([], matchRequestOf(nonResource('alice')))).toEqual({ match: true });
+    });
+
+    test.each([
+      ['NoOpinion', 'all true', attrs('get'), 1, 'allow'],
+      ['Deny', 'all true', attrs('get'), 1, 'allow'],
+      ['NoOpinion', 'one false', attrs('get', 'bob'), 0, 'no-opinion'],
+      ['Deny', 'one false', attrs('get', 'bob'), 0, 'no-opinion'],
+      ['NoOpinion', 'an error and none false', nonResource('alice'), 0, 'no-opinion'],
+      ['Deny', 'an error and none false', nonResource('alice'), 0, 'deny'],
+    ] as const)('%s, %s', async (failurePolicy, _case, request, calls, decision) => {
+      answer = () => decided({ allowed: true });
+      const w = webhookAuthorizer({ configFile, version: 'v1', authorizedTtlMs: 0, unauthorizedTtlMs: 0, name: 'policy', failurePolicy, matchConditions: conditions });
+      const out = await w(request);
+      expect(seen).toHaveLength(calls);
+      expect(out.decision).toBe(decision);
+      if (decision === 'deny') expect(out.reason).toMatch(/^webhook policy: match condition failed: /);
+    });
+
+    test('Deny refuses on a failed call, an error status, a malformed answer and a timeout; none is cached', async () => {
+      const w = webhookAuthorizer({ configFile, version: 'v1', authorizedTtlMs: 60_000, unauthorizedTtlMs: 60_000, timeoutMs: 300, name: 'strict', failurePolicy: 'Deny' });
+      for (const [reply, reason] of [
+        [() => ({ status: 500, body: 'x' }), 'webhook strict: answered HTTP 500'],
+        [() => ({ status: 200, body: 'garbage' }), 'webhook strict: the answer is not a SubjectAccessReview with a status'],
+        [() => ({ ...decided({ allowed: true }), delayMs: 1000 }), 'webhook strict: the webhook did not answer within 300 ms'],
+      ] as const) {
+        answer = reply;
+        expect(await w(attrs('get', 'dave'))).toEqual({ decision: 'deny', reason });
+      }
+      answer = () => decided({ allowed: true });
+      expect((await w(attrs('get', 'dave'))).decision).toBe('allow');
+      const unreachable = webhookAuthorizer({ credentials: { server: 'https://127.0.0.1:1/authorize' }, version: 'v1', authorizedTtlMs: 0, unauthorizedTtlMs: 0, failurePolicy: 'Deny' });
+      expect((await unreachable(attrs('get'))).decision).toBe('deny');
+    });
   });
 });

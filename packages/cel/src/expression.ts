@@ -1,0 +1,176 @@
+import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
+import { strings } from '@bufbuild/cel/ext';
+import { CostEstimator, largestSize, shapeOf, unknownShape, type Shape } from './cost';
+import { inferType, selectsField, TypeCheckProblem, typeName, undeclared, type CelDeclaredType } from './checks';
+
+/**
+ * Compiling and evaluating one CEL expression (`@bufbuild/cel`, with the
+ * strings extension; `matches` runs on the library's RE2 port, so regular
+ * expressions take linear time). An expression is compiled once, when its
+ * configuration loads, against the variables the caller declares; a
+ * reference to any other variable, the selection of a field a declared
+ * object does not have, or a result of another type than the one asked for
+ * is a compile error naming the caller's field, as the original server's
+ * type checker reports it.
+ *
+ * Every evaluation is preceded by a deterministic bound of its cost (see
+ * cost.ts), and one whose bound exceeds the budget is refused with an error
+ * instead of run.
+ */
+
+export const MAX_EXPRESSION_LENGTH = 10_000;
+/** The cost budget of one evaluation (the original's per-call limit). */
+export const COST_BUDGET = 1_000_000;
+
+/** An expression that cannot be compiled; the message starts with the field (`a.b.expression: Invalid value: ...`). */
+export class CelCompileError extends Error {
+  constructor(
+    readonly field: string,
+    readonly detail: string,
+  ) {
+    super(`${field}: ${detail}`);
+    this.name = 'CelCompileError';
+  }
+}
+
+/** Why an evaluation failed: it would cost more than the budget, or it failed while running (a missing key, a wrong type). */
+export type CelEvaluationFailure = 'CostExceeded' | 'Runtime';
+
+export class CelEvaluationError extends Error {
+  constructor(
+    readonly reason: CelEvaluationFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CelEvaluationError';
+  }
+}
+
+export type CelOutcome = { ok: true; value: unknown } | { ok: false; error: CelEvaluationError };
+
+export interface CompileOptions {
+  /** The configuration field the expression comes from; every compile error names it. */
+  field: string;
+  /** The variables in scope and their declared types (`dyn` when any value may come). */
+  variables: Readonly<Record<string, CelDeclaredType>>;
+  /** The type the result must have; an expression that certainly has another is a compile error. */
+  resultType?: CelDeclaredType;
+  /** The cost budget of one evaluation; COST_BUDGET by default. */
+  costBudget?: number;
+}
+
+export interface CompiledExpression {
+  /** The source, for messages. */
+  readonly source: string;
+  /** The inferred type of the result (`dyn` where it depends on the input). */
+  readonly resultType: CelDeclaredType;
+  /** Evaluates with the variables bound to `values` (JSON-like data); refused when its cost bound exceeds the budget. */
+  evaluate(values: Readonly<Record<string, unknown>>): CelOutcome;
+  /** Whether the expression selects `<variable>.<field>` anywhere (how the original detects `claims.email`). */
+  selects(variable: string, field: string): boolean;
+  /** The cost bound of an evaluation with these values. */
+  estimateCost(values: Readonly<Record<string, unknown>>): number;
+}
+
+/** The JSON value as a CEL input: objects become maps, arrays lists, integers ints and other numbers doubles. */
+export function toCel(value: unknown): CelInput {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return value.map(toCel);
+  if (typeof value === 'object') return new Map(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, toCel(v)]));
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  return String(value);
+}
+
+/** A CEL result as plain JSON-like data (lists as arrays, maps as objects, ints as numbers). */
+export function fromCel(value: CelValue): unknown {
+  if (isCelList(value)) return [...value].map(fromCel);
+  if (isCelMap(value)) return Object.fromEntries([...value.entries()].map(([k, v]) => [String(k), fromCel(v)]));
+  if (typeof value === 'bigint') return Number(value);
+  return value;
+}
+
+const env = celEnv({ funcs: strings });
+
+function accepts(wanted: CelDeclaredType, actual: CelDeclaredType): boolean {
+  return wanted === 'dyn' || actual === 'dyn' || typeName(wanted) === typeName(actual);
+}
+
+/**
+ * Compiles `source`; an empty, too long or unparsable expression, one that
+ * names an undeclared variable or field, or one whose result has another
+ * type than `resultType`, is a CelCompileError naming `options.field`.
+ */
+export function compile(source: string, options: CompileOptions): CompiledExpression {
+  const { field } = options;
+  const budget = options.costBudget ?? COST_BUDGET;
+  const names = Object.keys(options.variables);
+  if (source.trim() === '') throw new CelCompileError(field, 'Required value: an expression is required');
+  if (source.length > MAX_EXPRESSION_LENGTH) throw new CelCompileError(field, `Too long: may not be more than ${MAX_EXPRESSION_LENGTH} characters`);
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(source);
+  } catch (err) {
+    throw new CelCompileError(field, `Invalid value: compilation failed: ${(err as Error).message.split('\n')[0] ?? ''}`);
+  }
+  const expr = parsed.expr;
+  if (!expr) throw new CelCompileError(field, 'Invalid value: compilation failed: empty expression');
+  const unknown = new Set<string>();
+  undeclared(expr, new Set(names), unknown);
+  if (unknown.size > 0) {
+    const available = names.map((n) => `'${n}'`).join(', ');
+    throw new CelCompileError(field, `Invalid value: compilation failed: undeclared reference to ${[...unknown].map((n) => `'${n}'`).join(', ')} (only ${available} ${names.length === 1 ? 'is' : 'are'} available here)`);
+  }
+  let resultType: CelDeclaredType;
+  try {
+    resultType = inferType(expr, new Map(Object.entries(options.variables)));
+  } catch (err) {
+    if (err instanceof TypeCheckProblem) throw new CelCompileError(field, `Invalid value: compilation failed: ${err.message}`);
+    throw err;
+  }
+  if (options.resultType && !accepts(options.resultType, resultType)) {
+    throw new CelCompileError(field, `Invalid value: must evaluate to ${typeName(options.resultType)} (the expression's type is ${typeName(resultType)})`);
+  }
+  let run: (ctx: Record<string, CelInput>) => CelValue;
+  try {
+    run = plan(env, parsed) as (ctx: Record<string, CelInput>) => CelValue;
+  } catch (err) {
+    throw new CelCompileError(field, `Invalid value: compilation failed: ${(err as Error).message}`);
+  }
+  // The shape of the inputs, once per input object (one request's data is shared by all its expressions).
+  const shapes = new WeakMap<object, Shape>();
+  const shapeOfInput = (value: unknown): Shape => {
+    if (typeof value !== 'object' || value === null) return shapeOf(value);
+    let shape = shapes.get(value);
+    if (!shape) {
+      shape = shapeOf(value);
+      shapes.set(value, shape);
+    }
+    return shape;
+  };
+  const estimateCost = (values: Readonly<Record<string, unknown>>): number => {
+    const scope = new Map(names.map((n) => [n, shapeOfInput(values[n])]));
+    const largest = Math.max(1, ...names.map((n) => largestSize(values[n])));
+    return new CostEstimator(unknownShape(largest)).estimate(expr, scope).cost;
+  };
+  return {
+    source,
+    resultType,
+    estimateCost,
+    selects: (variable, name) => selectsField(expr, variable, name),
+    evaluate(values) {
+      const cost = estimateCost(values);
+      if (cost > budget) return { ok: false, error: new CelEvaluationError('CostExceeded', `operation cancelled: actual cost limit exceeded (bound ${cost} > budget ${budget})`) };
+      const ctx: Record<string, CelInput> = {};
+      for (const n of names) ctx[n] = toCel(values[n]);
+      let result: CelValue;
+      try {
+        result = run(ctx);
+      } catch (err) {
+        return { ok: false, error: new CelEvaluationError('Runtime', (err as Error).message) };
+      }
+      if (isCelError(result)) return { ok: false, error: new CelEvaluationError('Runtime', result.message) };
+      return { ok: true, value: fromCel(result) };
+    },
+  };
+}
