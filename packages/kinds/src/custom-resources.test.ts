@@ -91,6 +91,14 @@ describe('schema conversion', () => {
     // The table adds the age itself.
     expect(def.printerColumns).toEqual([{ name: 'Size', type: 'integer', jsonPath: '.spec.size' }]);
     expect([def.decoding, def.strategicMergePatch]).toEqual(['unstructured', false]);
+    expect(def.verbs).toContain('create');
+  });
+
+  it('serves no creates while the definition terminates', () => {
+    const terminating = crd();
+    terminating.metadata = { ...terminating.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' };
+    const [def] = customResourceDefinitions(terminating);
+    expect(def?.verbs).toEqual(['delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']);
   });
 });
 

@@ -111,6 +111,8 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
   const names = servedNames(crd);
   if (!spec || !group || !names) return [];
   const namespaced = spec['scope'] === 'Namespaced';
+  // A terminating definition serves what its cleanup needs, but no new objects (405, as upstream refuses them).
+  const verbs = crd.metadata?.deletionTimestamp ? STANDARD_VERBS.filter((v) => v !== 'create') : [...STANDARD_VERBS];
   const out: ResourceDefinition[] = [];
   for (const version of asList(spec['versions']).filter(isRecord)) {
     const name = asString(version['name']);
@@ -129,7 +131,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       shortNames: names.shortNames,
       categories: names.categories,
       namespaced,
-      verbs: [...STANDARD_VERBS],
+      verbs,
       subresources: hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] }] : [],
       schema,
       printerColumns: printerColumns(version['additionalPrinterColumns']),
