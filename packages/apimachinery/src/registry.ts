@@ -101,6 +101,15 @@ export interface ResourceDefinition {
   virtual?: boolean;
   /** Rule for `metadata.name`: DNS subdomain (default), DNS label, or any path segment. */
   nameValidation?: 'dns-subdomain' | 'dns-label' | 'path-segment';
+  /**
+   * How a body is read against the schema: `typed` (default) as a typed
+   * object, so a value of the wrong type is a 400 decoding error;
+   * `unstructured` as custom resources are, so it is left to validation
+   * (422 naming the field).
+   */
+  decoding?: 'typed' | 'unstructured';
+  /** PATCH with a strategic merge patch is served (default true; custom resources answer 415). */
+  strategicMergePatch?: boolean;
 }
 
 export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {

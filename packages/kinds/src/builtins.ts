@@ -2,6 +2,7 @@ import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
 import { authenticationDefinitions } from './authentication';
 import { authorizationDefinitions } from './authorization';
 import { configMapDefinition } from './config-map';
+import { customResourceDefinitionDefinition } from './custom-resource-definition';
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
 import { leaseDefinition } from './lease';
@@ -29,6 +30,7 @@ export function builtinResources(): ResourceDefinition[] {
     ...authenticationDefinitions(),
     ...rbacDefinitions(),
     ...authorizationDefinitions(),
+    customResourceDefinitionDefinition(),
   ];
 }
 

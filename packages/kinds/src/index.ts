@@ -48,3 +48,17 @@ export { AUTHENTICATION_GROUP, SELF_SUBJECT_REVIEW_SCHEMA, TOKEN_REQUEST_SCHEMA,
 export { BOOTSTRAPPERS_GROUP, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_USER_PREFIX, CLUSTER_INFO_CONFIG_MAP, JWS_KEY_PREFIX, PUBLIC_NAMESPACE, SYSTEM_NAMESPACE, bootstrapSecretMatches, bootstrapTokenExpired, parseBootstrapToken, readBootstrapTokenSecret, type BootstrapTokenSecret } from './bootstrap-token';
 export { CLUSTER_ROLE_BINDING_SCHEMA, CLUSTER_ROLE_SCHEMA, RBAC_GROUP, RBAC_GROUP_UPSTREAM, ROLE_BINDING_SCHEMA, ROLE_SCHEMA, rbacDefinitions } from './rbac';
 export { AUTHORIZATION_GROUP, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA, SUBJECT_ACCESS_REVIEW_SCHEMA, authorizationDefinitions } from './authorization';
+export {
+  API_APPROVED_ANNOTATION,
+  APIEXTENSIONS_GROUP,
+  CRD_CLEANUP_FINALIZER,
+  CUSTOM_RESOURCE_DEFINITION_SCHEMA,
+  applyCustomResourceDefinitionDefaults,
+  crdCondition,
+  crdConditionTrue,
+  customResourceDefinitionDefinition,
+} from './custom-resource-definition';
+export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from './crd-validation';
+export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';
+export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
+export { applySchemaDefaults, validateValue } from './schema-values';

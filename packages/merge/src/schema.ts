@@ -22,8 +22,18 @@ export interface Schema {
   default?: unknown;
   minimum?: number;
   maximum?: number;
+  /** The bound itself is excluded (`minimum < value`). */
+  exclusiveMinimum?: boolean;
+  exclusiveMaximum?: boolean;
+  multipleOf?: number;
+  minLength?: number;
   maxLength?: number;
   pattern?: string;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  minProperties?: number;
+  maxProperties?: number;
   /** How a list merges: `atomic` (whole), `set` (scalars by value), `map` (items by keys). */
   'x-svc-list-type'?: 'atomic' | 'set' | 'map';
   /** Key fields that identify an item of a `map` list. */

@@ -235,6 +235,7 @@ describe('documents follow the registry', () => {
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
         'apis/authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authorization.svc.io/v1?hash=authorization.svc.io-v1' },
+        'apis/apiextensions.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/apiextensions.svc.io/v1?hash=apiextensions.svc.io-v1' },
       },
     });
   });
@@ -331,6 +332,13 @@ describe('discovery documents', () => {
           name: 'authorization.svc.io',
           versions: [{ groupVersion: 'authorization.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'authorization.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'apiextensions.svc.io',
+          versions: [{ groupVersion: 'apiextensions.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'apiextensions.svc.io/v1', version: 'v1' },
         },
       ],
     });

@@ -61,6 +61,23 @@ function toJson(value: unknown): JsonValue | undefined {
   return JSON.parse(JSON.stringify(value)) as JsonValue;
 }
 
+/** Value constraints published as they are. */
+const VALUE_CONSTRAINTS = [
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minProperties',
+  'maxProperties',
+] as const;
+
 export function convertSchema(schema: Schema, dialect: Dialect): JsonObject {
   const out: JsonObject = {};
   if (schema.description !== undefined) out['description'] = schema.description;
@@ -75,10 +92,10 @@ export function convertSchema(schema: Schema, dialect: Dialect): JsonObject {
   if (schema.enum !== undefined) out['enum'] = [...schema.enum];
   const defaultValue = toJson(schema.default);
   if (defaultValue !== undefined) out['default'] = defaultValue;
-  if (schema.minimum !== undefined) out['minimum'] = schema.minimum;
-  if (schema.maximum !== undefined) out['maximum'] = schema.maximum;
-  if (schema.maxLength !== undefined) out['maxLength'] = schema.maxLength;
-  if (schema.pattern !== undefined) out['pattern'] = schema.pattern;
+  for (const key of VALUE_CONSTRAINTS) {
+    const value = schema[key];
+    if (value !== undefined) out[key] = value;
+  }
   if (schema.nullable && dialect.openApiVersion === 3) out['nullable'] = true;
   if (schema.required !== undefined && schema.required.length > 0) out['required'] = [...schema.required];
   if (schema.properties !== undefined) {

@@ -3,6 +3,7 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
+import { installCrds, readCrdDocuments } from './crds';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
@@ -40,11 +41,23 @@ export interface EnvironmentOptions {
    * a backoff, logged to `logs/supervisor.log` (and `logStream`).
    */
   supervise?: boolean;
+  /** Gateways to run (default 1), each on its own port; `url` is the first, `urls` has them all. */
+  gateways?: number;
+  /**
+   * CustomResourceDefinitions to install before the environment is
+   * returned: files or directories of YAML (or JSON) documents. The harness
+   * waits until each is Established and served by every gateway.
+   */
+  crds?: string[];
+  /** How long to wait for the definitions (default 30 s). */
+  crdTimeoutMs?: number;
 }
 
 export interface Environment {
   dir: string;
   url: string;
+  /** Every gateway's URL (the first is `url`). */
+  urls: string[];
   kubeconfigPath: string;
   pki: Pki;
   /** The internal CA and the services' own certificates (every internal edge is mutual TLS). */
@@ -124,8 +137,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const fanoutAddresses: string[] = [];
     for (let i = 0; i < replicas; i++) fanoutAddresses.push(`127.0.0.1:${await port(4 + i)}`);
     addresses['watch-fanout'] = fanoutAddresses[0] as string;
-    const gatewayPort = options.gatewayPort || (await freePort());
-    const url = `https://127.0.0.1:${gatewayPort}`;
+    const gatewayPorts = [options.gatewayPort || (await freePort())];
+    for (let i = 1; i < (options.gateways ?? 1); i++) gatewayPorts.push(await freePort());
+    const urls = gatewayPorts.map((p) => `https://127.0.0.1:${p}`);
+    const url = urls[0] as string;
+    // Read before anything starts, so a bad file fails at once.
+    const crdDocs = options.crds ? readCrdDocuments(options.crds) : [];
 
     // Every gRPC service serves and calls with its own internal certificate.
     const identityArgs = (service: string): string[] => {
@@ -181,28 +198,32 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     for (const [i, addr] of fanoutAddresses.entries()) {
       await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);
     }
-    await launch(
-      'gateway',
-      'gateway',
-      [
-        `--listen=127.0.0.1:${gatewayPort}`,
-        `--tls-cert-file=${pki.servingCert}`,
-        `--tls-private-key-file=${pki.servingKey}`,
-        `--client-ca-file=${pki.caCert}`,
-        `--storage-address=${addresses['storage']}`,
-        `--authn-address=${addresses['authn']}`,
-        `--authz-address=${addresses['authz']}`,
-        `--admission-address=${addresses['admission']}`,
-        `--watch-fanout-address=${fanoutAddresses.join(',')}`,
-        ...natsClientArgs('gateway'),
-      ],
-      `127.0.0.1:${gatewayPort}`,
-    );
+    for (const [i, gatewayPort] of gatewayPorts.entries()) {
+      await launch(
+        i === 0 ? 'gateway' : `gateway-${i}`,
+        'gateway',
+        [
+          `--listen=127.0.0.1:${gatewayPort}`,
+          `--tls-cert-file=${pki.servingCert}`,
+          `--tls-private-key-file=${pki.servingKey}`,
+          `--client-ca-file=${pki.caCert}`,
+          `--storage-address=${addresses['storage']}`,
+          `--authn-address=${addresses['authn']}`,
+          `--authz-address=${addresses['authz']}`,
+          `--admission-address=${addresses['admission']}`,
+          `--watch-fanout-address=${fanoutAddresses.join(',')}`,
+          ...natsClientArgs('gateway'),
+        ],
+        `127.0.0.1:${gatewayPort}`,
+      );
+    }
     const ca = fs.readFileSync(pki.caCert);
     const deadline = Date.now() + (options.readyTimeoutMs ?? 30000);
-    while ((await getReady(url, ca)) !== 200) {
-      if (Date.now() > deadline) throw new Error(`the gateway did not become ready\n${tailLog(path.join(logDir, 'gateway.log'))}`);
-      await new Promise((r) => setTimeout(r, 100));
+    for (const [i, gatewayUrl] of urls.entries()) {
+      while ((await getReady(gatewayUrl, ca)) !== 200) {
+        if (Date.now() > deadline) throw new Error(`the gateway did not become ready\n${tailLog(path.join(logDir, i === 0 ? 'gateway.log' : `gateway-${i}.log`))}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
     const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
     fs.writeFileSync(kubeconfigPath, kubeconfig(url, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
@@ -228,10 +249,14 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       ],
       addresses['controller-manager'],
     );
+    if (crdDocs.length > 0) {
+      await installCrds(urls, { ca, cert: fs.readFileSync(pki.adminCert), key: fs.readFileSync(pki.adminKey) }, crdDocs, options.crdTimeoutMs);
+    }
     const started = { etcd, nats };
     return {
       dir,
       url,
+      urls,
       kubeconfigPath,
       pki,
       internalPki,

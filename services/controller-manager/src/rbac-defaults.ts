@@ -81,6 +81,7 @@ export const CONTROLLER_ACCOUNTS: Record<string, string> = {
   'clusterrole-aggregation': 'clusterrole-aggregation-controller',
   bootstrapsigner: 'bootstrap-signer',
   tokencleaner: 'token-cleaner',
+  customresourcedefinition: 'customresourcedefinition-controller',
 };
 
 const controllerRole = (account: string): string => `system:controller:${account}`;
@@ -90,7 +91,8 @@ const accountSubject = (account: string): Record<string, string> => ({ kind: 'Se
  * What each controller may do, and no more: the namespace controller empties
  * namespaces of every kind, the service-account controller creates accounts,
  * aggregation rewrites aggregated ClusterRoles (escalate: they hold what
- * their sources hold), the bootstrap signer reads token Secrets and keeps
+ * their sources hold), the definitions controller accepts custom resource
+ * definitions and deletes the objects of deleted ones, the bootstrap signer reads token Secrets and keeps
  * cluster-info, the token cleaner deletes expired token Secrets. The
  * controller-manager itself may only create those accounts and their tokens.
  * RBAC bootstrap writes every role, so it runs with a `system:masters`
@@ -115,6 +117,15 @@ function controllerObjects(): ApiObject[] {
       ],
     ],
     [CONTROLLER_ACCOUNTS['clusterrole-aggregation'] as string, [{ verbs: ['escalate', 'get', 'list', 'patch', 'update', 'watch'], apiGroups: [RBAC], resources: ['clusterroles'] }]],
+    [
+      CONTROLLER_ACCOUNTS['customresourcedefinition'] as string,
+      [
+        { verbs: [...READ, 'update'], apiGroups: ['apiextensions.svc.io'], resources: ['customresourcedefinitions'] },
+        { verbs: ['update', 'patch'], apiGroups: ['apiextensions.svc.io'], resources: ['customresourcedefinitions/status'] },
+        // The objects of a deleted definition, whatever its group.
+        { verbs: ['list', 'delete', 'deletecollection'], apiGroups: ['*'], resources: ['*'] },
+      ],
+    ],
   ];
   const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;
   const cleaner = CONTROLLER_ACCOUNTS['tokencleaner'] as string;

@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
 import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
 import { ApiClient, loadKubeconfig, type Credentials } from './client';
+import { CustomResourceDefinitionController } from './crd-controller';
 import { ClusterRoleAggregation, RbacBootstrap } from './rbac-controllers';
 import { CONTROLLER_ACCOUNTS } from './rbac-defaults';
 import { ServiceAccountTokenSource } from './service-account-credentials';
@@ -35,7 +36,7 @@ export interface ControllerManagerConfig {
 }
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
-export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation'];
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition'];
 export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
 
 /**
@@ -127,6 +128,9 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     running.push(Object.assign(new RbacBootstrap(bootstrapClient, log.with({ controller: 'rbac-bootstrap' })), { name: 'rbac-bootstrap' }));
   }
   if (enabled.has('clusterrole-aggregation')) running.push(Object.assign(new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), log.with({ controller: 'clusterrole-aggregation' }), { resyncMs }), { name: 'clusterrole-aggregation' }));
+  if (enabled.has('customresourcedefinition')) {
+    running.push(Object.assign(new CustomResourceDefinitionController(clientFor('customresourcedefinition'), log.with({ controller: 'customresourcedefinition' }), { resyncMs }), { name: 'customresourcedefinition' }));
+  }
   if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(clientFor('tokencleaner'), log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];

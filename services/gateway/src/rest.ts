@@ -116,7 +116,8 @@ export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
 /** Schema check: type errors are 400; unknown fields by the fieldValidation level; the result is pruned. */
 export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObject {
   const result = checkAgainstSchema(obj, ctx.def.schema);
-  if (result.typeErrors.length > 0) {
+  // Custom resources are decoded unstructured: a mistyped value is the schema validation's to report (422).
+  if (result.typeErrors.length > 0 && ctx.def.decoding !== 'unstructured') {
     const first = result.typeErrors[0] as StatusCause;
     throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, result.typeErrors);
   }

@@ -13,6 +13,7 @@ import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/wat
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
 import { buildHandlerChain } from './handler-chain';
 import type { ProtobufCodec } from './negotiation';
+import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
 import { randomUUID } from 'node:crypto';
 
@@ -143,6 +144,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const hub = new WatchHub(fanout, log);
   const subscriber = await ChangeSubscriber.connect(config.natsUrl, log, config.natsTls);
   const attached = hub.attach(subscriber);
+  const customResources = new CustomResourceServing(config.registry, storage, hub, log.with({ component: 'custom-resources' }));
   const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 
   const deps: GatewayDeps = {
@@ -178,6 +180,9 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
         ),
       'watch-fanout': async () => void (await fanout.head({ timeoutMs: 3000 })),
       nats: () => subscriber.ping(),
+      'custom-resources': async () => {
+        if (!customResources.isSynced) throw new Error('custom resource definitions not listed yet');
+      },
       'watch-hub': async () => {
         if (!hub.isReady) throw new Error('not following the change bus yet');
         if (hub.staleMs > HUB_STALE_MS) throw new Error(`not known to be current with the change bus for ${Math.round(hub.staleMs / 1000)} s`);
@@ -239,6 +244,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const bound = (server.address() as AddressInfo).port;
   void ensureSystemNamespaces(storage, log);
   void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
+  void customResources.start();
   hub.startProgressCheck(HUB_PROGRESS_CHECK_MS);
   log.info('gateway listening', { url: `https://${host}:${bound}` });
 
@@ -260,6 +266,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       server.closeAllConnections();
       await closed;
       hub.stop();
+      customResources.stop();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },

@@ -3,7 +3,7 @@ import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from 
 import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
 import { addWarning, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
-import { negotiateOutput, type OutputFormat } from '../negotiation';
+import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
 import type { FieldValidation, WriteContext } from '../rest';
 
@@ -23,7 +23,16 @@ export function query(req: Request, name: string): string | undefined {
 }
 
 export function outputFormat(req: Request, r: ResourceRequest, table: boolean): OutputFormat {
-  return negotiateOutput(req.headers.accept, { table, protobuf: r.deps.protobuf?.supports(groupVersion(r.def), r.def.kind) ?? false });
+  return negotiateOutput(req.headers.accept, { table, protobuf: protobufFor(r) !== undefined });
+}
+
+/**
+ * The protobuf codec when the kind has a protobuf form; undefined otherwise
+ * (custom resources), so a protobuf body is a 415 and a protobuf-only
+ * `Accept` a 406.
+ */
+export function protobufFor(r: ResourceRequest): ProtobufCodec | undefined {
+  return r.deps.protobuf?.supports(groupVersion(r.def), r.def.kind) ? r.deps.protobuf : undefined;
 }
 
 export function parseDryRun(req: Request): boolean {

@@ -26,6 +26,9 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   if (![JSON_PATCH, MERGE_PATCH, STRATEGIC, APPLY_YAML, APPLY_JSON].includes(type)) {
     throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${JSON_PATCH}, ${MERGE_PATCH}, ${APPLY_YAML}, ${STRATEGIC}`);
   }
+  if (type === STRATEGIC && r.def.strategicMergePatch === false) {
+    throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${JSON_PATCH}, ${MERGE_PATCH}, ${APPLY_YAML}`);
+  }
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
   if (body.length === 0) throw ApiError.badRequest('the patch document is empty');
   const isApply = type === APPLY_YAML || type === APPLY_JSON;

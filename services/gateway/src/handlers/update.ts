@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { decodeBody } from '../negotiation';
 import { writeStored } from '../responses';
 import { updateObject } from '../rest';
-import { outputFormat, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
+import { outputFormat, protobufFor, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 
 /**
  * PUT of one object (200, or 201 when it created one). Through a
@@ -13,7 +13,7 @@ import { outputFormat, readBody, subresourceWrite, writeContext, writeDefinition
 export async function handleUpdate(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
-  const { object: obj, duplicateFields } = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
+  const { object: obj, duplicateFields } = decodeBody(req.headers['content-type'], body, protobufFor(r));
   const ctx = { ...writeContext(req, r), duplicateFields };
   const sub = r.info.subresource;
   if (sub) {

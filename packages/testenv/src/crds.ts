@@ -1,0 +1,115 @@
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as path from 'node:path';
+import * as yaml from 'js-yaml';
+
+/**
+ * Installs CustomResourceDefinitions before an environment is handed out,
+ * as envtest does: every YAML or JSON document of the given files (or of
+ * the `.yaml`, `.yml` and `.json` files of the given directories) is
+ * created, then the harness waits until each is Established and every
+ * gateway serves its versions.
+ */
+
+const CRDS = '/apis/apiextensions.svc.io/v1/customresourcedefinitions';
+
+export interface AdminTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
+
+/** The definitions in the files and directories, in order (directories sorted by file name). */
+export function readCrdDocuments(paths: string[]): Array<Record<string, unknown>> {
+  const files: string[] = [];
+  for (const p of paths) {
+    if (fs.statSync(p).isDirectory()) {
+      for (const name of fs.readdirSync(p).sort()) if (/\.(ya?ml|json)$/.test(name)) files.push(path.join(p, name));
+    } else {
+      files.push(p);
+    }
+  }
+  const docs: Array<Record<string, unknown>> = [];
+  for (const file of files) {
+    for (const doc of yaml.loadAll(fs.readFileSync(file, 'utf8'), undefined, { schema: yaml.JSON_SCHEMA })) {
+      if (doc === null || doc === undefined) continue;
+      if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file}: a document is not an object`);
+      const obj = doc as Record<string, unknown>;
+      if (obj['kind'] !== 'CustomResourceDefinition') throw new Error(`${file}: expected kind CustomResourceDefinition, found ${String(obj['kind'])}`);
+      docs.push(obj);
+    }
+  }
+  return docs;
+}
+
+function call(url: string, tls: AdminTls, method: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method, ca: tls.ca, cert: tls.cert, key: tls.key, headers: { 'content-type': 'application/json', accept: 'application/json' }, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = text ? (JSON.parse(text) as unknown) : undefined;
+        } catch {
+          // not JSON; kept as text for the error message
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: no answer in time`)));
+    req.on('error', reject);
+    if (body !== undefined) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+interface CrdShape {
+  metadata?: { name?: string };
+  spec?: { group?: string; names?: { plural?: string }; versions?: Array<{ name?: string; served?: boolean }> };
+  status?: { conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }> };
+}
+
+/**
+ * Creates the definitions through `urls[0]` (an existing one is left as it
+ * is) and resolves once each is Established and served by every URL;
+ * rejects with what it last saw after `timeoutMs`.
+ */
+export async function installCrds(urls: string[], tls: AdminTls, docs: Array<Record<string, unknown>>, timeoutMs = 30_000): Promise<void> {
+  const [first] = urls;
+  if (!first) throw new Error('no gateway to install definitions through');
+  for (const doc of docs) {
+    const res = await call(`${first}${CRDS}`, tls, 'POST', doc);
+    if (res.status !== 201 && res.status !== 409) throw new Error(`creating the definition ${String((doc as CrdShape).metadata?.name)}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const doc of docs as CrdShape[]) {
+    const name = doc.metadata?.name ?? '';
+    let last = '';
+    for (;;) {
+      const res = await call(`${first}${CRDS}/${encodeURIComponent(name)}`, tls, 'GET');
+      const crd = res.body as CrdShape;
+      const established = crd.status?.conditions?.find((c) => c.type === 'Established')?.status === 'True';
+      if (established && (await servedEverywhere(urls, tls, crd))) break;
+      const accepted = crd.status?.conditions?.find((c) => c.type === 'NamesAccepted');
+      last = accepted?.status === 'False' ? `names not accepted: ${accepted.reason ?? ''} ${accepted.message ?? ''}` : `status ${JSON.stringify(crd.status ?? {})}`;
+      if (Date.now() > deadline) throw new Error(`the definition ${name} did not become Established and served in time (${last})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+async function servedEverywhere(urls: string[], tls: AdminTls, crd: CrdShape): Promise<boolean> {
+  const group = crd.spec?.group ?? '';
+  const plural = crd.spec?.names?.plural ?? '';
+  for (const version of (crd.spec?.versions ?? []).filter((v) => v.served)) {
+    for (const url of urls) {
+      const res = await call(`${url}/apis/${group}/${version.name ?? ''}`, tls, 'GET');
+      const resources = (res.body as { resources?: Array<{ name?: string }> } | undefined)?.resources ?? [];
+      if (res.status !== 200 || !resources.some((r) => r.name === plural)) return false;
+    }
+  }
+  return true;
+}
