@@ -50,15 +50,19 @@ describe('service-account tokens', () => {
   });
 
   // kubectl validates a kind without a patch operation (a review) on the
-  // client, from the OpenAPI v2 document in protobuf, which is not served:
-  // --validate=false skips that, the server checks the body anyway.
+  // client, from the OpenAPI v2 document in protobuf: with its default
+  // validation a well-formed review goes through and an unknown field is
+  // refused before anything is sent.
   test('a TokenReview (kubectl create -f) says whether a token authenticates and for which audiences', async () => {
     const token = await createToken(['default', '--audience=vault', '--audience=https://svc.default.svc']);
     const review = (spec: Record<string, unknown>) => JSON.stringify({ apiVersion: 'authentication.svc.io/v1', kind: 'TokenReview', spec });
-    const ok = await kubectl(['create', '--validate=false', '-f', '-', '-o', 'json'], review({ token, audiences: ['vault', 'other'] }));
+    const ok = await kubectl(['create', '-f', '-', '-o', 'json'], review({ token, audiences: ['vault', 'other'] }));
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ kind: 'TokenReview', status: { authenticated: true, audiences: ['vault'], user: { username: 'system:serviceaccount:default:default' } } });
-    const wrongAudience = JSON.parse((await kubectl(['create', '--validate=false', '-f', '-', '-o', 'json'], review({ token, audiences: ['other'] }))).stdout) as { status: { authenticated: boolean; error: string } };
+    const wrongAudience = JSON.parse((await kubectl(['create', '-f', '-', '-o', 'json'], review({ token, audiences: ['other'] }))).stdout) as { status: { authenticated: boolean; error: string } };
+    const unknownField = await kubectl(['create', '-f', '-', '-o', 'json'], review({ token, audiencez: ['other'] }));
+    expect(unknownField.code).not.toBe(0);
+    expect(unknownField.stderr).toContain('unknown field "audiencez" in io.svc.api.authentication.v1.TokenReview.spec');
     expect(wrongAudience.status.authenticated).toBe(false);
     expect(wrongAudience.status.error).toMatch(/audiences/);
     // The token is not echoed into errors, and an empty token is a 400 naming the field.
