@@ -110,6 +110,40 @@ export interface ResourceDefinition {
   decoding?: 'typed' | 'unstructured';
   /** PATCH with a strategic merge patch is served (default true; custom resources answer 415). */
   strategicMergePatch?: boolean;
+  /** Requests through this version are answered with this text in a `Warning` header (a deprecated version). */
+  deprecationWarning?: string;
+  /**
+   * Objects are stored in another version than the one served here and
+   * converted on every read and write (custom resources with several
+   * versions); unset when objects are stored as served.
+   */
+  storageVersioning?: StorageVersioning;
+}
+
+/**
+ * How a kind served in several versions keeps one stored form: objects are
+ * written in `storageVersion` and read in the version the client asked for.
+ */
+export interface StorageVersioning {
+  /** The version objects are written in. */
+  storageVersion: string;
+  conversion: ConversionStrategy;
+  /**
+   * Fills the `default`s of the schema of the version `obj` is in (by its
+   * apiVersion); objects of a version it does not know are left alone.
+   */
+  applyVersionDefaults(obj: ApiObject): void;
+}
+
+export type ConversionStrategy = { strategy: 'None' } | { strategy: 'Webhook'; webhook: ConversionWebhookConfig };
+
+export interface ConversionWebhookConfig {
+  /** The https URL called: `url`, or the one a service reference stands for. */
+  url: string;
+  /** PEM certificates that verify the webhook's serving certificate; the system's roots when unset. */
+  caBundle?: Buffer;
+  /** ConversionReview versions the webhook accepts, most preferred first. */
+  conversionReviewVersions: string[];
 }
 
 export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {

@@ -162,6 +162,69 @@ function validateVersions(versions: unknown): StatusCause[] {
   return causes;
 }
 
+/** ConversionReview versions this server sends and reads. */
+const CONVERSION_REVIEW_VERSIONS = ['v1'];
+
+function validateWebhookClientConfig(config: Fields | undefined, path: string): StatusCause[] {
+  if (!config) return [required(path, 'required when strategy is set to Webhook')];
+  const causes: StatusCause[] = [];
+  const url = config['url'];
+  const service = asRecord(config['service']);
+  if ((url === undefined || url === '') === !service) causes.push(required(path, 'exactly one of url or service is required'));
+  if (typeof url === 'string' && url !== '') {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      causes.push(invalid(`${path}.url`, url, 'host must be specified'));
+    }
+    if (parsed) {
+      if (parsed.protocol !== 'https:') causes.push(invalid(`${path}.url`, url, "'https' is the only allowed URL scheme"));
+      if (parsed.username || parsed.password) causes.push(invalid(`${path}.url`, url, 'user information is not permitted in the URL'));
+      if (parsed.hash || url.includes('#')) causes.push(invalid(`${path}.url`, url, 'fragments are not permitted in the URL'));
+      if (parsed.search || url.includes('?')) causes.push(invalid(`${path}.url`, url, 'query parameters are not permitted in the URL'));
+    }
+  }
+  if (service) {
+    for (const field of ['name', 'namespace']) if (!asString(service[field])) causes.push(required(`${path}.service.${field}`));
+    const servicePath = service['path'];
+    if (servicePath !== undefined && (typeof servicePath !== 'string' || !servicePath.startsWith('/'))) causes.push(invalid(`${path}.service.path`, servicePath, "must start with a '/'"));
+    const port = service['port'];
+    if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) causes.push(invalid(`${path}.service.port`, port, 'port is not valid: must be between 1 and 65535, inclusive'));
+  }
+  const caBundle = config['caBundle'];
+  if (caBundle !== undefined && (typeof caBundle !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(caBundle))) causes.push(invalid(`${path}.caBundle`, '<bytes>', 'must be base64-encoded'));
+  return causes;
+}
+
+function validateConversionReviewVersions(raw: unknown, path: string): StatusCause[] {
+  const versions = asList(raw);
+  if (versions.length === 0) return [required(path, 'must specify at least one version')];
+  const causes: StatusCause[] = [];
+  const seen = new Set<unknown>();
+  versions.forEach((v, i) => {
+    if (seen.has(v)) causes.push(duplicate(`${path}[${i}]`, v));
+    seen.add(v);
+  });
+  if (!versions.some((v) => typeof v === 'string' && CONVERSION_REVIEW_VERSIONS.includes(v))) {
+    causes.push(invalid(path, versions, `must include at least one of ${CONVERSION_REVIEW_VERSIONS.join(', ')}`));
+  }
+  return causes;
+}
+
+/** `spec.conversion`: a webhook only with strategy Webhook, reachable over https, speaking a ConversionReview version we do. */
+function validateConversion(conversion: Fields | undefined): StatusCause[] {
+  const strategy = conversion?.['strategy'];
+  if (strategy !== undefined && strategy !== 'None' && strategy !== 'Webhook') return [notSupported('spec.conversion.strategy', strategy, ['None', 'Webhook'])];
+  const webhook = asRecord(conversion?.['webhook']);
+  if (strategy !== 'Webhook') return webhook ? [forbidden('spec.conversion.webhook', 'should not be set when strategy is not set to Webhook')] : [];
+  if (!webhook) return [required('spec.conversion.webhook', 'required when strategy is set to Webhook')];
+  return [
+    ...validateWebhookClientConfig(asRecord(webhook['clientConfig']), 'spec.conversion.webhook.clientConfig'),
+    ...validateConversionReviewVersions(webhook['conversionReviewVersions'], 'spec.conversion.webhook.conversionReviewVersions'),
+  ];
+}
+
 export function validateCustomResourceDefinition(crd: ApiObject): StatusCause[] {
   const spec = asRecord(crd['spec']);
   if (!spec) return [required('spec')];
@@ -177,9 +240,7 @@ export function validateCustomResourceDefinition(crd: ApiObject): StatusCause[] 
   if (scope === undefined || scope === '') causes.push(required('spec.scope'));
   else if (scope !== 'Namespaced' && scope !== 'Cluster') causes.push(notSupported('spec.scope', scope, ['Cluster', 'Namespaced']));
   causes.push(...validateVersions(spec['versions']));
-  const strategy = asRecord(spec['conversion'])?.['strategy'];
-  if (strategy !== undefined && strategy !== 'None' && strategy !== 'Webhook') causes.push(notSupported('spec.conversion.strategy', strategy, ['None', 'Webhook']));
-  if (strategy === 'Webhook') causes.push(forbidden('spec.conversion.strategy', 'conversion webhooks are not supported by this server; use None'));
+  causes.push(...validateConversion(asRecord(spec['conversion'])));
   if (spec['preserveUnknownFields'] === true) causes.push(invalid('spec.preserveUnknownFields', true, 'must be false in order to use defaults in the schema'));
   const status = asRecord(crd['status']);
   const accepted = asRecord(status?.['acceptedNames']);

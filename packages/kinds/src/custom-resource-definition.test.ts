@@ -66,6 +66,8 @@ function fieldsOf(crd: ApiObject): string[] {
 
 const schemaPath = 'spec.versions[0].schema.openAPIV3Schema';
 const root = (crd: Fixture): Fixture => crd.spec.versions[0].schema.openAPIV3Schema;
+/** A conversion webhook with the given client config (a url by default). */
+const hook = (clientConfig: Fixture = { url: 'https://convert.example.com/convert' }): Fixture => ({ clientConfig, conversionReviewVersions: ['v1'] });
 
 describe('CustomResourceDefinition kind', () => {
   it('is a cluster-scoped apiextensions.svc.io/v1 kind with a status subresource and the upstream names', () => {
@@ -140,8 +142,28 @@ describe('CustomResourceDefinition kind', () => {
     ['printer column types are known', (c) => (c.spec.versions[0].additionalPrinterColumns[0].type = 'float'), 'spec.versions[0].additionalPrinterColumns[0].type', /Unsupported value/],
     ['scale needs specReplicasPath under .spec', (c) => (c.spec.versions[0].subresources.scale = { specReplicasPath: '.status.replicas', statusReplicasPath: '.status.replicas' }), 'spec.versions[0].subresources.scale.specReplicasPath', /under .spec./],
     ['scale needs statusReplicasPath', (c) => (c.spec.versions[0].subresources.scale = { specReplicasPath: '.spec.replicas' }), 'spec.versions[0].subresources.scale.statusReplicasPath', /Required/],
-    ['conversion webhooks are refused', (c) => (c.spec.conversion = { strategy: 'Webhook' }), 'spec.conversion.strategy', /not supported/],
+    ['conversion strategy is None or Webhook', (c) => (c.spec.conversion = { strategy: 'Magic' }), 'spec.conversion.strategy', /Unsupported value: "Magic"/],
+    ['a Webhook strategy needs the webhook', (c) => (c.spec.conversion = { strategy: 'Webhook' }), 'spec.conversion.webhook', /Required value: required when strategy is set to Webhook/],
+    ['a webhook only with strategy Webhook', (c) => (c.spec.conversion = { strategy: 'None', webhook: hook() }), 'spec.conversion.webhook', /should not be set/],
+    ['a webhook has a client config', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'] } }), 'spec.conversion.webhook.clientConfig', /Required/],
+    ['url or service, not both', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://h/convert', service: { name: 's', namespace: 'n' } }) }), 'spec.conversion.webhook.clientConfig', /exactly one of url or service/],
+    ['url or service, not neither', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({}) }), 'spec.conversion.webhook.clientConfig', /exactly one of url or service/],
+    ['webhook urls are https', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'http://h/convert' }) }), 'spec.conversion.webhook.clientConfig.url', /'https' is the only allowed URL scheme/],
+    ['webhook urls carry no query', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://h/convert?x=1' }) }), 'spec.conversion.webhook.clientConfig.url', /query parameters/],
+    ['webhook urls carry no user', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://u:p@h/convert' }) }), 'spec.conversion.webhook.clientConfig.url', /user information/],
+    ['service paths start with a slash', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { name: 's', namespace: 'n', path: 'convert' } }) }), 'spec.conversion.webhook.clientConfig.service.path', /must start with/],
+    ['service ports are ports', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { name: 's', namespace: 'n', port: 70000 } }) }), 'spec.conversion.webhook.clientConfig.service.port', /between 1 and 65535/],
+    ['services are named', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { namespace: 'n' } }) }), 'spec.conversion.webhook.clientConfig.service.name', /Required/],
+    ['caBundle is base64', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://h/', caBundle: 'not base64!' }) }), 'spec.conversion.webhook.clientConfig.caBundle', /base64/],
+    ['review versions are given', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: [] } }), 'spec.conversion.webhook.conversionReviewVersions', /at least one version/],
+    ['review versions include v1', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v1beta1'] } }), 'spec.conversion.webhook.conversionReviewVersions', /at least one of v1/],
+    ['review versions are unique', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v1', 'v1'] } }), 'spec.conversion.webhook.conversionReviewVersions[1]', /Duplicate/],
   ];
+
+  it('accepts conversion webhooks reached by url or by service', () => {
+    expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://convert.example.com:8443/convert', caBundle: Buffer.from('pem').toString('base64') }) })))).toEqual([]);
+    expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { name: 's', namespace: 'n', path: '/convert', port: 8443 } }) })))).toEqual([]);
+  });
 
   it.each(cases)('refuses: %s', (_rule, mutate, field, message) => {
     const causes = causesOf(widgetCrd(mutate));
@@ -180,7 +202,7 @@ describe('CustomResourceDefinition kind', () => {
     const created = widgetCrd();
     created['status'] = { acceptedNames: { plural: 'x', kind: 'X' } };
     def.strategy.prepareForCreate?.(created);
-    expect(created['status']).toEqual({ conditions: [], acceptedNames: { plural: '', kind: '' }, storedVersions: [] });
+    expect(created['status']).toEqual({ conditions: [], acceptedNames: { plural: '', kind: '' }, storedVersions: ['v1'] });
     expect(created.metadata?.generation).toBe(1);
     const stored = { ...created, status: { storedVersions: ['v1'] } };
     const relabeled: ApiObject = { ...widgetCrd(), metadata: { ...created.metadata, labels: { a: 'b' } } };
@@ -190,6 +212,16 @@ describe('CustomResourceDefinition kind', () => {
     resized.metadata = { ...created.metadata };
     def.strategy.prepareForUpdate?.(resized, stored);
     expect(resized.metadata?.generation).toBe(2);
+  });
+
+  it('adds a new storage version to status.storedVersions on update, keeping the ones before', () => {
+    const stored = { ...widgetCrd(), status: { storedVersions: ['v1'] } };
+    const moved = widgetCrd((c) => {
+      c.spec.versions[0].storage = false;
+      c.spec.versions.push({ ...c.spec.versions[0], name: 'v2', storage: true });
+    });
+    def.strategy.prepareForUpdate?.(moved, stored);
+    expect(moved['status']).toEqual({ storedVersions: ['v1', 'v2'] });
   });
 
   it('is only marked by a delete: the cleanup finalizer and a Terminating condition hold it', () => {

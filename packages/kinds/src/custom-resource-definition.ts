@@ -5,7 +5,7 @@ import { validateCustomResourceDefinition, validateCustomResourceDefinitionUpdat
 import { nextGeneration } from './generation';
 import { asList, asRecord, asString, isRecord, type Fields } from './object-access';
 import { conditionList, objectSchema } from './object-meta';
-import { atomicList, bool, freeForm, int32, mapList, oneOf, setList, str, struct } from './schema-builders';
+import { atomicList, bool, bytes, freeForm, int32, mapList, oneOf, setList, str, struct } from './schema-builders';
 import { keepStatus, resetStatus } from './status';
 
 /**
@@ -78,6 +78,29 @@ const VERSION_SCHEMA = struct(
   { required: ['name', 'served', 'storage'] },
 );
 
+const CONVERSION_WEBHOOK_SCHEMA = struct(
+  {
+    clientConfig: struct(
+      {
+        url: str('The https URL of the webhook (no user info, query or fragment); exactly one of url and service.'),
+        service: struct(
+          {
+            namespace: str('Namespace of the service.'),
+            name: str('Name of the service.'),
+            path: str('URL path the webhook is called at.'),
+            port: int32('Port of the service (default 443).'),
+          },
+          { description: 'A service reference: called at https://<name>.<namespace>.svc:<port><path> (needs cluster DNS).', required: ['namespace', 'name'] },
+        ),
+        caBundle: bytes("PEM certificates that verify the webhook's serving certificate; the system's roots when unset."),
+      },
+      { description: 'How the webhook is reached.' },
+    ),
+    conversionReviewVersions: atomicList(str(), 'ConversionReview versions the webhook accepts, preferred first; must include v1.'),
+  },
+  { description: 'The conversion webhook, when strategy is Webhook.', required: ['conversionReviewVersions'] },
+);
+
 export const CUSTOM_RESOURCE_DEFINITION_SCHEMA: Schema = objectSchema('CustomResourceDefinition defines a kind served at /apis/<group>/<version>/.../<plural>.', {
   spec: struct(
     {
@@ -86,7 +109,10 @@ export const CUSTOM_RESOURCE_DEFINITION_SCHEMA: Schema = objectSchema('CustomRes
       scope: oneOf(['Cluster', 'Namespaced'], 'Whether the resources are cluster-scoped or namespaced.'),
       versions: mapList(VERSION_SCHEMA, ['name'], { mergeKey: 'name', description: 'The served and stored versions.' }),
       conversion: struct(
-        { strategy: oneOf(['None', 'Webhook'], 'How objects convert between versions; None only changes apiVersion.') },
+        {
+          strategy: oneOf(['None', 'Webhook'], 'How objects convert between versions; None only changes apiVersion.'),
+          webhook: CONVERSION_WEBHOOK_SCHEMA,
+        },
         { description: 'Conversion between versions.' },
       ),
       preserveUnknownFields: bool('Deprecated in v1: must be false.'),
@@ -127,13 +153,32 @@ export function applyCustomResourceDefinitionDefaults(obj: ApiObject): void {
   else if (conversion['strategy'] === undefined) conversion['strategy'] = 'None';
 }
 
+function storageVersionOf(obj: ApiObject): string | undefined {
+  return asString(asList(asRecord(obj['spec'])?.['versions']).filter(isRecord).find((v) => v['storage'] === true)?.['name']);
+}
+
+/**
+ * The storage version is recorded in `status.storedVersions` by the write
+ * that makes it the storage version (as upstream's strategy does), so no
+ * object can be stored in a version the list does not name yet.
+ */
+function recordStorageVersion(obj: ApiObject): void {
+  const version = storageVersionOf(obj);
+  const status = asRecord(obj['status']);
+  if (!version || !status) return;
+  const stored = asList(status['storedVersions']).filter((v): v is string => typeof v === 'string');
+  if (!stored.includes(version)) status['storedVersions'] = [...stored, version];
+}
+
 function prepareForCreate(obj: ApiObject): void {
   resetStatus(obj, { conditions: [], acceptedNames: { plural: '', kind: '' }, storedVersions: [] });
+  recordStorageVersion(obj);
   obj.metadata = { ...(obj.metadata ?? {}), generation: 1 };
 }
 
 function prepareForUpdate(obj: ApiObject, old: ApiObject): void {
   keepStatus(obj, old);
+  recordStorageVersion(obj);
   obj.metadata = { ...(obj.metadata ?? {}), generation: nextGeneration(obj, old, true) };
 }
 

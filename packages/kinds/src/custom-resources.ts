@@ -1,4 +1,4 @@
-import type { ApiObject, PrinterColumn, ResourceDefinition, ResourceStrategy, StatusCause } from '@svc/apimachinery';
+import type { ApiObject, ConversionStrategy, PrinterColumn, ResourceDefinition, ResourceStrategy, StatusCause, StorageVersioning } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { crdConditionTrue } from './custom-resource-definition';
@@ -95,12 +95,79 @@ export function customResourceStrategy(schema: Schema, statusSubresource: boolea
       if (statusSubresource) keepStatus(obj, old);
       obj.metadata = { ...(obj.metadata ?? {}), generation: nextGeneration(obj, old, statusSubresource) };
     },
-    applyDefaults(obj) {
-      const { metadata: _m, ...rest } = schema.properties ?? {};
-      applySchemaDefaults(obj, { ...schema, properties: rest });
-    },
+    applyDefaults: (obj) => fillDefaults(obj, schema),
     validate: (obj) => validateCustomObject(obj, schema),
   };
+}
+
+function versionSchema(version: Fields): Schema {
+  const raw = normalizeExtensions(asRecord(version['schema'])?.['openAPIV3Schema']);
+  return isRecord(raw) ? schemaFromStructural(raw) : schemaFromStructural({ type: 'object', 'x-svc-preserve-unknown-fields': true });
+}
+
+/** Defaults of a schema, filled into an object's fields (metadata has its own rules and no schema defaults). */
+function fillDefaults(obj: ApiObject, schema: Schema): void {
+  const { metadata: _m, ...rest } = schema.properties ?? {};
+  applySchemaDefaults(obj, { ...schema, properties: rest });
+}
+
+/**
+ * The URL a conversion webhook is called at: `url`, or for a service
+ * reference `https://<name>.<namespace>.svc:<port><path>` as upstream
+ * resolves it (which needs cluster DNS to reach the service).
+ */
+export function conversionWebhookUrl(clientConfig: Fields | undefined): string | undefined {
+  const url = asString(clientConfig?.['url']);
+  if (url) return url;
+  const service = asRecord(clientConfig?.['service']);
+  const name = asString(service?.['name']);
+  const namespace = asString(service?.['namespace']);
+  if (!service || !name || !namespace) return undefined;
+  const port = typeof service['port'] === 'number' ? service['port'] : 443;
+  return `https://${name}.${namespace}.svc:${port}${asString(service['path']) ?? ''}`;
+}
+
+/** The definition's conversion strategy; a webhook without a usable address converts nothing (every conversion fails). */
+export function conversionStrategy(spec: Fields): ConversionStrategy {
+  const conversion = asRecord(spec['conversion']);
+  if (conversion?.['strategy'] !== 'Webhook') return { strategy: 'None' };
+  const webhook = asRecord(conversion['webhook']);
+  const clientConfig = asRecord(webhook?.['clientConfig']);
+  const caBundle = asString(clientConfig?.['caBundle']);
+  return {
+    strategy: 'Webhook',
+    webhook: {
+      url: conversionWebhookUrl(clientConfig) ?? '',
+      ...(caBundle ? { caBundle: Buffer.from(caBundle, 'base64') } : {}),
+      conversionReviewVersions: asList(webhook?.['conversionReviewVersions']).filter((v): v is string => typeof v === 'string'),
+    },
+  };
+}
+
+/** Storage version, conversion and per-version defaulting of a definition: shared by all its served versions. */
+function storageVersioning(group: string, spec: Fields): StorageVersioning | undefined {
+  const versions = asList(spec['versions']).filter(isRecord);
+  const storageVersion = asString(versions.find((v) => v['storage'] === true)?.['name']);
+  if (!storageVersion) return undefined;
+  const schemas = new Map<string, Schema>();
+  for (const v of versions) {
+    const name = asString(v['name']);
+    if (name) schemas.set(`${group}/${name}`, versionSchema(v));
+  }
+  return {
+    storageVersion,
+    conversion: conversionStrategy(spec),
+    applyVersionDefaults(obj) {
+      const schema = typeof obj.apiVersion === 'string' ? schemas.get(obj.apiVersion) : undefined;
+      if (schema) fillDefaults(obj, schema);
+    },
+  };
+}
+
+/** The warning a deprecated version's requests get: its own text or upstream's default. */
+function deprecationWarning(group: string, version: Fields, name: string, kind: string): string | undefined {
+  if (version['deprecated'] !== true) return undefined;
+  return asString(version['deprecationWarning']) ?? `${group}/${name} ${kind} is deprecated`;
 }
 
 /** The registry entries of a definition: one per served version; none unless Established. */
@@ -113,12 +180,13 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
   const namespaced = spec['scope'] === 'Namespaced';
   // A terminating definition serves what its cleanup needs, but no new objects (405, as upstream refuses them).
   const verbs = crd.metadata?.deletionTimestamp ? STANDARD_VERBS.filter((v) => v !== 'create') : [...STANDARD_VERBS];
+  const versioning = storageVersioning(group, spec);
   const out: ResourceDefinition[] = [];
   for (const version of asList(spec['versions']).filter(isRecord)) {
     const name = asString(version['name']);
     if (!name || version['served'] !== true) continue;
-    const raw = normalizeExtensions(asRecord(version['schema'])?.['openAPIV3Schema']);
-    const schema = isRecord(raw) ? schemaFromStructural(raw) : schemaFromStructural({ type: 'object', 'x-svc-preserve-unknown-fields': true });
+    const schema = versionSchema(version);
+    const warning = deprecationWarning(group, version, name, names.kind);
     const subresources = asRecord(version['subresources']) ?? {};
     const hasStatus = isRecord(subresources['status']);
     out.push({
@@ -139,6 +207,8 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       openApiName: `${reverseDomain(group)}.${name}.${names.kind}`,
       decoding: 'unstructured',
       strategicMergePatch: false,
+      ...(warning !== undefined ? { deprecationWarning: warning } : {}),
+      ...(versioning ? { storageVersioning: versioning } : {}),
     });
   }
   return out;
