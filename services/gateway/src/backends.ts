@@ -53,6 +53,8 @@ export interface GatewayLimits {
    * the client re-watches from its last resourceVersion.
    */
   watchBufferBytes: number;
+  /** Deadline of one call to a custom resource's conversion webhook (upstream: 30 s). */
+  conversionWebhookTimeoutMs: number;
 }
 
 /** Builders of documents served from the registry; absent ones answer 404. */

@@ -37,6 +37,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       authzCacheTtlMs: flags.getInt('authorization-cache-ttl-seconds') * 1000,
       maxWatches: flags.getInt('max-watches'),
       watchBufferBytes: flags.getInt('watch-buffer-bytes'),
+      conversionWebhookTimeoutMs: flags.getInt('conversion-webhook-timeout-seconds') * 1000,
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
     proxyHeaders: proxyHeadersFromFlags(flags),

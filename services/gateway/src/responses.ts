@@ -11,7 +11,8 @@ import { parseBoolParam } from './query-bool';
  * Status on the wire; `writeBody` encodes everything else in the negotiated
  * representation.
  */
-function setWarnings(req: Request, res: Response): void {
+/** The request's warnings as `Warning` headers (before the response starts; a watch sets them itself). */
+export function setWarnings(req: Request, res: Response): void {
   const warnings = warningsFrom(req);
   if (warnings.length > 0 && !res.headersSent) {
     res.setHeader('Warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));

@@ -22,6 +22,8 @@ import {
 import { trackUpdate } from '@svc/merge';
 import type { StoredResult } from '@svc/storage/client';
 import type { GatewayDeps } from './backends';
+import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from './conversion/converter';
+import { storageFor, type ObjectStorage } from './conversion/versioned-storage';
 
 /**
  * The generic store: the steps every kind goes through, configured by the
@@ -70,6 +72,18 @@ function recordManagedFields(ctx: WriteContext, obj: ApiObject, old: ApiObject |
     throw ApiError.from(err);
   }
   return { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields: tracked.managedFields as NonNullable<ApiObject['metadata']>['managedFields'] } };
+}
+
+/**
+ * The storage of a served version: storage itself, or for a kind stored in
+ * another version a view that converts what is written and read.
+ */
+export function resourceStorage(deps: GatewayDeps, def: ResourceDefinition): ObjectStorage {
+  return storageFor(deps.storage, def, conversionOptions(deps));
+}
+
+export function conversionOptions(deps: GatewayDeps): WebhookConverterOptions {
+  return { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, timeoutMs: deps.limits.conversionWebhookTimeoutMs };
 }
 
 export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {
@@ -224,7 +238,7 @@ export async function createObject(ctx: WriteContext, input: ApiObject): Promise
   // A generated name that collides is retried with a new suffix.
   for (let attempt = 0; ; attempt++) {
     try {
-      return await ctx.deps.storage.create(key, admitted, opts);
+      return await resourceStorage(ctx.deps, def).create(key, admitted, opts);
     } catch (err) {
       if (!(generated && err instanceof ApiError && err.reason === 'AlreadyExists' && attempt < 7)) throw err;
       const name = generateNameFrom(meta.generateName as string);
@@ -270,7 +284,7 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
   for (let attempt = 0; ; attempt++) {
     let current: StoredResult | undefined;
     try {
-      current = await ctx.deps.storage.get(key, {}, callOpts);
+      current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
@@ -319,10 +333,10 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
     const tracked = recordManagedFields(ctx, admitted, current.object);
     try {
-      const result = await ctx.deps.storage.update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
+      const result = await resourceStorage(ctx.deps, def).update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.
       if (result.object.metadata?.deletionTimestamp && !holdsDeletion(def, result.object) && !ctx.dryRun) {
-        const removed = await ctx.deps.storage.delete(key, { revision: result.revision }, callOpts);
+        const removed = await resourceStorage(ctx.deps, def).delete(key, { revision: result.revision }, callOpts);
         return { result: removed, created: false };
       }
       return { result, created: false };
@@ -386,7 +400,7 @@ async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<Dele
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
-  const current = await ctx.deps.storage.get(key, {}, callOpts);
+  const current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
   if (pre.uid && pre.uid !== current.object.metadata?.uid) {
     throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
   }
@@ -405,9 +419,9 @@ async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<Dele
       metadata: { ...(current.object.metadata ?? {}), deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 },
     };
     def.strategy.prepareForDeletion?.(marked);
-    const res = await ctx.deps.storage.update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
+    const res = await resourceStorage(ctx.deps, def).update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
     return { object: res.object, removed: false };
   }
-  const res = await ctx.deps.storage.delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOpts, dryRun: ctx.dryRun });
+  const res = await resourceStorage(ctx.deps, def).delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOpts, dryRun: ctx.dryRun });
   return { object: res.object, removed: true };
 }

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { ApiError } from '@svc/apimachinery';
 import type { GatewayDeps } from './backends';
-import { requestInfoFrom } from './context';
+import { addWarning, requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
@@ -67,6 +67,8 @@ export function buildRouter(deps: GatewayDeps): Handler {
     }
     const def = deps.registry.lookup(info.apiGroup, info.apiVersion, info.resource);
     if (!def) throw NOT_FOUND();
+    // Every request through a deprecated version is told so, its errors too (as upstream's handler does).
+    if (def.deprecationWarning) addWarning(req, def.deprecationWarning);
     if (info.subresource && !def.subresources.some((s) => s.name === info.subresource)) throw NOT_FOUND();
     const clusterWideOk = info.verb === 'list' || info.verb === 'watch' || info.verb === 'deletecollection';
     if (def.namespaced && !info.namespace && !clusterWideOk) throw NOT_FOUND();

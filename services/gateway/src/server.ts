@@ -59,6 +59,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   authzCacheTtlMs: 1000,
   maxWatches: 10000,
   watchBufferBytes: 16 * 1024 * 1024,
+  conversionWebhookTimeoutMs: 30_000,
 };
 
 /** Namespaces that exist from the start. */

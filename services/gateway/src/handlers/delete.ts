@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { ApiError, groupVersion, isJsonObject, successStatus } from '@svc/apimachinery';
 import { parseJson } from '../negotiation';
 import { writeBody } from '../responses';
-import { deleteObject, type DeleteOptions } from '../rest';
+import { deleteObject, resourceStorage, type DeleteOptions } from '../rest';
 import { listReadOptions } from './list';
 import { callOptions, dryRunOf, outputFormat, parseDryRun, query, readBody, writeContext, type ResourceRequest } from './common';
 
@@ -83,7 +83,7 @@ export async function handleDeleteCollection(req: Request, res: Response, r: Res
   const format = outputFormat(req, r, false);
   const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
   const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
-  const page = await r.deps.storage.list(
+  const page = await resourceStorage(r.deps, r.def).list(
     { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
     { ...listReadOptions(req), limit: 0 },
     callOptions(req, r),

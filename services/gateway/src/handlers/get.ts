@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { writeBody, writeStored } from '../responses';
 import { toTable, type IncludeObject } from '../table';
-import { keyOf } from '../rest';
+import { keyOf, resourceStorage } from '../rest';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 
 /** GET of one object: most recent when resourceVersion is unset, else not older than it. */
@@ -9,7 +9,7 @@ export async function handleGet(req: Request, res: Response, r: ResourceRequest)
   const format = outputFormat(req, r, true);
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const at = rv !== undefined && rv > 0 ? { minRevision: rv } : {};
-  const stored = await r.deps.storage.get(keyOf(r.def, r.info.namespace, r.info.name), at, callOptions(req, r));
+  const stored = await resourceStorage(r.deps, r.def).get(keyOf(r.def, r.info.namespace, r.info.name), at, callOptions(req, r));
   if (format.kind === 'table') {
     const object = stored.object;
     const table = toTable(r.def, [object], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');

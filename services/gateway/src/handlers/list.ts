@@ -3,6 +3,7 @@ import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '
 import type { ListRequestOptions } from '@svc/storage/client';
 import { writeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
+import { resourceStorage } from '../rest';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 
 /**
@@ -62,7 +63,7 @@ export function listReadOptions(req: Request): ListRequestOptions {
 export async function handleList(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, true);
   const options = listReadOptions(req);
-  const page = await r.deps.storage.list(
+  const page = await resourceStorage(r.deps, r.def).list(
     { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
     options,
     callOptions(req, r),

@@ -11,7 +11,9 @@ import {
 } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { logFrom, queryValues } from '../context';
-import { encodeBody, presentAs } from '../responses';
+import { versionedObjects } from '../conversion/versioned-storage';
+import { encodeBody, presentAs, setWarnings } from '../responses';
+import { conversionOptions, resourceStorage } from '../rest';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
@@ -109,11 +111,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     if (res.writableLength > limitBytes) abandon(`${res.writableLength} bytes unsent`);
   };
 
-  const deliverChange = (e: watch.ChangeEvent): void => {
-    if (e.revision <= cursor) return;
-    cursor = e.revision;
-    const obj = parseObject(e.object);
-    const prev = parseObject(e.prevObject);
+  const emitChange = (e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
     if (e.type === watch.EventType.EVENT_TYPE_DELETED) {
       if (matches(obj)) write('DELETED', obj);
       return;
@@ -124,6 +122,47 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     else if (now) write('ADDED', obj);
     // Left the selector: the last state the watcher was shown, at this revision.
     else if (before && prev) write('DELETED', { ...prev, metadata: { ...(prev.metadata ?? {}), resourceVersion: String(e.revision) } });
+  };
+
+  /**
+   * A kind stored in another version shows its events converted, in order:
+   * conversions (a webhook call each) are chained, and the bytes waiting
+   * for them count against the watch's buffer like unsent ones. A failed
+   * conversion ends the watch with its Status.
+   */
+  const versioned = versionedObjects(r.def, conversionOptions(r.deps));
+  let converting = Promise.resolve();
+  let convertingBytes = 0;
+  const convertAndEmit = (objects: NonNullable<typeof versioned>, e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
+    const size = e.object.length + e.prevObject.length;
+    convertingBytes += size;
+    if (convertingBytes > limitBytes) {
+      abandon(`${convertingBytes} bytes waiting for conversion`);
+      return;
+    }
+    converting = converting.then(async () => {
+      try {
+        if (closed) return;
+        const stored = [obj, prev].filter((o): o is ApiObject => o !== undefined);
+        const shown = await objects.fromStorage(stored);
+        emitChange(e, obj ? shown[0] : undefined, prev ? shown[obj ? 1 : 0] : undefined);
+      } catch (err) {
+        const apiError = ApiError.from(err);
+        log.warn('watch ended: a change could not be converted', { resource: r.def.plural, version: r.def.version, err: apiError.message });
+        finish(apiError);
+      } finally {
+        convertingBytes -= size;
+      }
+    });
+  };
+
+  const deliverChange = (e: watch.ChangeEvent): void => {
+    if (e.revision <= cursor) return;
+    cursor = e.revision;
+    const obj = parseObject(e.object);
+    const prev = parseObject(e.prevObject);
+    if (versioned) convertAndEmit(versioned, e, obj, prev);
+    else emitChange(e, obj, prev);
   };
 
   let finish: (err?: ApiError) => void = () => undefined;
@@ -155,10 +194,11 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   res.on('close', () => finish());
 
   try {
+    setWarnings(req, res);
     res.writeHead(200, { 'Content-Type': format.mediaType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     if (rv === undefined || rv === 0 || sendInitialEvents) {
-      const page = await r.deps.storage.list(
+      const page = await resourceStorage(r.deps, r.def).list(
         { group: r.def.group, resource: r.def.plural, namespace },
         { labelSelector: query(req, 'labelSelector') ?? '', fieldSelector: fieldSelectorText, ...(rv ? { at: { minRevision: rv } } : {}) },
         callOptions(req, r),
