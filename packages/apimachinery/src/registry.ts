@@ -133,6 +133,8 @@ export interface StorageVersioning {
    * apiVersion); objects of a version it does not know are left alone.
    */
   applyVersionDefaults(obj: ApiObject): void;
+  /** The schema of a version of the kind (served or not), by apiVersion. */
+  schemaOf(apiVersion: string): Schema | undefined;
 }
 
 export type ConversionStrategy = { strategy: 'None' } | { strategy: 'Webhook'; webhook: ConversionWebhookConfig };

@@ -161,6 +161,7 @@ function storageVersioning(group: string, spec: Fields): StorageVersioning | und
       const schema = typeof obj.apiVersion === 'string' ? schemas.get(obj.apiVersion) : undefined;
       if (schema) fillDefaults(obj, schema);
     },
+    schemaOf: (apiVersion) => schemas.get(apiVersion),
   };
 }
 

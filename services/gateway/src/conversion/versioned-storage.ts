@@ -7,7 +7,8 @@ import { converterFor, type ObjectConverter, type WebhookConverterOptions } from
  * The storage the generic store and the handlers use for one served
  * version of a kind. For a kind stored in another version (custom
  * resources) it is the upstream CRD handler's storage codec: an object is
- * converted to the storage version before it is written, and whatever
+ * converted to the storage version and pruned to its schema before it is
+ * written, and whatever
  * storage answers is read as upstream decodes it: the defaults of the
  * version it was stored in, conversion to the served version, pruning of
  * what the served version's schema does not know, then (so a field the
@@ -51,10 +52,11 @@ export class VersionedObjects {
     });
   }
 
-  /** An object of the served version as it is stored. */
+  /** An object of the served version as it is stored: converted, and pruned to the storage version's schema. */
   async toStorage(obj: ApiObject): Promise<ApiObject> {
-    const [stored] = await this.converter.convert([obj], this.storageVersion);
-    return stored as ApiObject;
+    const [converted] = await this.converter.convert([obj], this.storageVersion);
+    const schema = this.versioning.schemaOf(this.storageVersion);
+    return schema ? (checkAgainstSchema(converted, schema).pruned as ApiObject) : (converted as ApiObject);
   }
 }
 
