@@ -1,5 +1,5 @@
 import { checkAgainstSchema, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
-import { customResourceDefinitions } from './custom-resources';
+import { conversionStrategy, conversionWebhookUrl, customResourceDefinitions } from './custom-resources';
 import { normalizeExtensions, schemaFromStructural } from './structural-schema';
 
 const openAPIV3Schema = {
@@ -166,5 +166,46 @@ describe('custom objects', () => {
     const resized: ApiObject = { ...gadget({ size: 2 }), metadata: { ...created.metadata } };
     def.strategy.prepareForUpdate?.(resized, stored);
     expect(resized.metadata?.generation).toBe(2);
+  });
+});
+
+describe('versions of a definition', () => {
+  const versions = (extra: Record<string, unknown>[]) => crd(true, { versions: extra.map((v) => ({ served: true, storage: false, schema: { openAPIV3Schema }, ...v })) });
+
+  it('every served version knows the storage version, even an unserved one, and the conversion', () => {
+    const defs = customResourceDefinitions(versions([{ name: 'v1' }, { name: 'v0', served: false, storage: true }]));
+    expect(defs.map((d) => [d.version, d.storageVersioning?.storageVersion, d.storageVersioning?.conversion.strategy])).toEqual([['v1', 'v0', 'None']]);
+    expect(defs[0]?.storageVersioning?.schemaOf('example.com/v0')).toBeDefined();
+    expect(defs[0]?.storageVersioning?.schemaOf('example.com/v9')).toBeUndefined();
+  });
+
+  it('fills the defaults of the version an object is in, and leaves other versions alone', () => {
+    const [def] = customResourceDefinitions(versions([{ name: 'v1', storage: true }]));
+    const stored = gadget({ size: 1 });
+    def?.storageVersioning?.applyVersionDefaults(stored);
+    expect(stored['spec']).toEqual({ size: 1, color: 'red' });
+    const foreign: ApiObject = { ...gadget({ size: 1 }), apiVersion: 'example.com/v7' };
+    def?.storageVersioning?.applyVersionDefaults(foreign);
+    expect(foreign['spec']).toEqual({ size: 1 });
+  });
+
+  it('warns about deprecated versions with their own text or the default one', () => {
+    const defs = customResourceDefinitions(versions([{ name: 'v1', storage: true }, { name: 'v1beta1', deprecated: true }, { name: 'v1alpha1', deprecated: true, deprecationWarning: 'use v1' }]));
+    expect(defs.map((d) => [d.version, d.deprecationWarning])).toEqual([
+      ['v1', undefined],
+      ['v1beta1', 'example.com/v1beta1 Gadget is deprecated'],
+      ['v1alpha1', 'use v1'],
+    ]);
+  });
+
+  it('reads a conversion webhook: its url, or the address a service reference stands for, and the caBundle', () => {
+    const webhook = (clientConfig: Record<string, unknown>) => ({ group: 'example.com', conversion: { strategy: 'Webhook', webhook: { clientConfig, conversionReviewVersions: ['v1', 'v1beta1'] } } });
+    expect(conversionStrategy(webhook({ url: 'https://h:8443/convert', caBundle: Buffer.from('PEM').toString('base64') }))).toEqual({
+      strategy: 'Webhook',
+      webhook: { url: 'https://h:8443/convert', caBundle: Buffer.from('PEM'), conversionReviewVersions: ['v1', 'v1beta1'] },
+    });
+    expect(conversionWebhookUrl({ service: { name: 'conv', namespace: 'ops', path: '/convert', port: 9443 } })).toBe('https://conv.ops.svc:9443/convert');
+    expect(conversionWebhookUrl({ service: { name: 'conv', namespace: 'ops' } })).toBe('https://conv.ops.svc:443');
+    expect(conversionStrategy({ conversion: { strategy: 'None' } })).toEqual({ strategy: 'None' });
   });
 });

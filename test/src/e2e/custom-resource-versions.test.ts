@@ -190,6 +190,22 @@ describe('custom resource versions and conversion end to end', () => {
     expect(await etcdValue('never')).toBeUndefined();
   }, 30_000);
 
+  test('a watch whose change cannot be converted ends with the Status as an ERROR event', async () => {
+    const rv = ((await http('GET', shapes('v2'))).json() as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    mode = 'garbage';
+    try {
+      const watching = http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=5`);
+      await new Promise((r) => setTimeout(r, 500));
+      // Written in the storage version: no conversion on the write, only on the way to the watcher.
+      expect((await http('POST', shapes('v1'), { apiVersion: `${GROUP}/v1`, kind: 'Shape', metadata: { name: 'triangle' }, spec: { size: 3 } })).status).toBe(201);
+      const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
+      expect(events.map((e) => e.type)).toEqual(['ERROR']);
+      expect(events[0]?.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError', message: expect.stringMatching(new RegExp(`conversion webhook for ${GROUP}/v1, Kind=Shape failed`)) });
+    } finally {
+      mode = 'convert';
+    }
+  });
+
   test('kubectl through a deprecated version prints its warning', async () => {
     const res = await kubectl(['get', `shapes.v1beta1.${GROUP}`, '-n', 'default', '-o', 'name']);
     expect(res.code).toBe(0);
