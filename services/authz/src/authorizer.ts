@@ -19,6 +19,13 @@ export interface Attributes {
   subresource: string;
   namespace: string;
   name: string;
+  /**
+   * The request's `labelSelector` and `fieldSelector` as sent (list, watch,
+   * deletecollection): modes that allow reads only through a selector (Node)
+   * parse them. Absent or empty: no selector.
+   */
+  labelSelector?: string;
+  fieldSelector?: string;
 }
 
 export interface AuthorizerDecision {
@@ -37,7 +44,7 @@ export const privilegedGroupAuthorizer: Authorizer = (attrs) =>
 export const alwaysAllow: Authorizer = () => ({ decision: 'allow', reason: '' });
 export const alwaysDeny: Authorizer = () => ({ decision: 'deny', reason: 'Everything is forbidden.' });
 
-export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'RBAC', 'Webhook'] as const;
+export const MODES = ['AlwaysAllow', 'AlwaysDeny', 'Node', 'RBAC', 'Webhook'] as const;
 export type Mode = (typeof MODES)[number];
 
 export class AuthorizationConfigError extends Error {
@@ -61,8 +68,9 @@ export function parseModes(value: string): Mode[] {
   return modes as Mode[];
 }
 
-/** The authorizer of each mode that needs state (RBAC's policy). */
+/** The authorizer of each mode that needs state (RBAC's policy, the Node mode's graph). */
 export interface ModeAuthorizers {
+  Node?: Authorizer;
   RBAC?: Authorizer;
   Webhook?: Authorizer;
 }

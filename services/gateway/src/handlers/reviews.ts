@@ -214,6 +214,17 @@ function attr(obj: JsonObject, key: string): string {
   return typeof obj[key] === 'string' ? (obj[key] as string) : '';
 }
 
+/** The `rawSelector` of a review's `fieldSelector` and `labelSelector` (the Node mode reads them). */
+function rawSelectors(resource: JsonObject): { fieldSelector?: string; labelSelector?: string } {
+  const raw = (key: string): string => {
+    const selector = resource[key];
+    return isJsonObject(selector) ? attr(selector, 'rawSelector') : '';
+  };
+  const fieldSelector = raw('fieldSelector');
+  const labelSelector = raw('labelSelector');
+  return { ...(fieldSelector ? { fieldSelector } : {}), ...(labelSelector ? { labelSelector } : {}) };
+}
+
 /** Asks authz the question of an access review; the status the review answers with. */
 async function decideAccess(req: Request, r: ResourceRequest, q: AccessQuestion): Promise<JsonObject> {
   const causes = accessCauses(q);
@@ -231,6 +242,7 @@ async function decideAccess(req: Request, r: ResourceRequest, q: AccessQuestion)
         subresource: attr(resource, 'subresource'),
         namespace: attr(resource, 'namespace'),
         name: attr(resource, 'name'),
+        ...rawSelectors(resource),
       }
     : (() => {
         const n = q.spec['nonResourceAttributes'] as JsonObject;
