@@ -44,7 +44,7 @@ export function nodeAuthorizer(opts: NodeAuthorizerOptions): Authorizer {
 
   const related = (node: string, kind: VertexKind, attrs: Attributes): AuthorizerDecision => {
     if (attrs.name === '') return noOpinion('No Object name found');
-    if (!opts.ready()) return noOpinion('the node graph is not loaded yet');
+    if (!opts.ready()) return noOpinion('the graph of the nodes is not loaded yet');
     return graph.hasPath(node, kind, attrs.namespace, attrs.name) ? allow : noRelationship(node);
   };
 
