@@ -12,3 +12,4 @@ export * from './schema-check';
 export * from './meta';
 export * from './duplicate-fields';
 export * from './node-identity';
+export * from './pod-references';

@@ -1,5 +1,5 @@
-import type { ApiObject } from '@svc/apimachinery';
-import { NodeGraph, podReferences } from './node-graph';
+import { podReferences, type ApiObject } from '@svc/apimachinery';
+import { NodeGraph } from './node-graph';
 
 const pod = (name: string, node: string, spec: Record<string, unknown> = {}, namespace = 'ns', status: Record<string, unknown> = {}): ApiObject => ({
   apiVersion: 'v1',

@@ -1,4 +1,4 @@
-import type { ApiObject } from '@svc/apimachinery';
+import { podReferences, type ApiObject, type PodReference } from '@svc/apimachinery';
 import type { FeedSink, FeedSource } from './policy-feed';
 
 /**
@@ -12,75 +12,10 @@ import type { FeedSink, FeedSource } from './policy-feed';
  */
 
 /** The kinds of objects the graph relates to nodes. */
-export type VertexKind = 'pod' | 'secret' | 'configmap' | 'persistentvolumeclaim' | 'serviceaccount' | 'resourceclaim';
+export type VertexKind = 'pod' | PodReference['kind'];
 
 /** The stored kinds the graph is built from (persistent volume claims and volumes are not stored kinds here: a claim is related by name). */
 export const NODE_GRAPH_SOURCES: FeedSource[] = [{ group: '', resource: 'pods', kind: 'Pod' }];
-
-type Fields = Record<string, unknown>;
-
-function record(value: unknown): Fields | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : undefined;
-}
-
-function records(value: unknown): Fields[] {
-  return Array.isArray(value) ? value.map(record).filter((r): r is Fields => r !== undefined) : [];
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
-
-/** A reference a pod makes, by kind and name (in the pod's namespace). */
-export interface PodReference {
-  kind: Exclude<VertexKind, 'pod'>;
-  name: string;
-}
-
-/** Volume sources that name a secret in `secretRef.name` (the storage plugins' credentials). */
-const SECRET_REF_VOLUMES = ['cephfs', 'cinder', 'flexVolume', 'rbd', 'scaleIO', 'iscsi', 'storageos'];
-
-/** Every secret, config map, claim, service account and resource claim a pod names, as the original server visits them. */
-export function podReferences(pod: ApiObject): PodReference[] {
-  const spec = record(pod['spec']) ?? {};
-  const status = record(pod['status']) ?? {};
-  const refs: PodReference[] = [];
-  const add = (kind: PodReference['kind'], name: unknown): void => {
-    if (text(name) !== '') refs.push({ kind, name: text(name) });
-  };
-  for (const s of records(spec['imagePullSecrets'])) add('secret', s['name']);
-  const containers = [...records(spec['containers']), ...records(spec['initContainers']), ...records(spec['ephemeralContainers'])];
-  for (const c of containers) {
-    for (const from of records(c['envFrom'])) {
-      add('secret', record(from['secretRef'])?.['name']);
-      add('configmap', record(from['configMapRef'])?.['name']);
-    }
-    for (const env of records(c['env'])) {
-      const valueFrom = record(env['valueFrom']);
-      add('secret', record(valueFrom?.['secretKeyRef'])?.['name']);
-      add('configmap', record(valueFrom?.['configMapKeyRef'])?.['name']);
-    }
-  }
-  const podName = pod.metadata?.name ?? '';
-  for (const v of records(spec['volumes'])) {
-    add('secret', record(v['secret'])?.['secretName']);
-    add('secret', record(v['azureFile'])?.['secretName']);
-    for (const source of SECRET_REF_VOLUMES) add('secret', record(record(v[source])?.['secretRef'])?.['name']);
-    add('secret', record(record(v['csi'])?.['nodePublishSecretRef'])?.['name']);
-    add('configmap', record(v['configMap'])?.['name']);
-    for (const p of records(record(v['projected'])?.['sources'])) {
-      add('secret', record(p['secret'])?.['name']);
-      add('configmap', record(p['configMap'])?.['name']);
-    }
-    add('persistentvolumeclaim', record(v['persistentVolumeClaim'])?.['claimName']);
-    // A generic ephemeral volume's claim is named after the pod and the volume.
-    if (record(v['ephemeral']) && podName !== '' && text(v['name']) !== '') add('persistentvolumeclaim', `${podName}-${text(v['name'])}`);
-  }
-  add('serviceaccount', spec['serviceAccountName'] || spec['serviceAccount']);
-  for (const c of records(spec['resourceClaims'])) add('resourceclaim', c['resourceClaimName']);
-  for (const c of records(status['resourceClaimStatuses'])) add('resourceclaim', c['resourceClaimName']);
-  return refs;
-}
 
 function vertexKey(kind: VertexKind, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
@@ -111,7 +46,8 @@ export class NodeGraph implements FeedSink {
   }
 
   private addPod(pod: ApiObject): void {
-    const node = text(record(pod['spec'])?.['nodeName']);
+    const spec = pod['spec'];
+    const node = typeof spec === 'object' && spec !== null && typeof (spec as Record<string, unknown>)['nodeName'] === 'string' ? ((spec as Record<string, unknown>)['nodeName'] as string) : '';
     const namespace = pod.metadata?.namespace ?? '';
     const name = pod.metadata?.name ?? '';
     if (node === '' || name === '') return;

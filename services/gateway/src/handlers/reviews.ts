@@ -173,6 +173,22 @@ const tokenRequest: ResourceHandler = async (req, res, r) => {
   const boundObject = await boundObjectOf(r, spec, account, requestId);
   const outSpec: JsonObject = { audiences, expirationSeconds };
   if (isJsonObject(spec['boundObjectRef'])) outSpec['boundObjectRef'] = spec['boundObjectRef'];
+  // Validating admission sees the request (NodeRestriction: a node's tokens must be bound to a pod on it).
+  await r.deps.admission.admit(
+    {
+      phase: 'validating',
+      operation: 'CREATE',
+      kind: { group: AUTHENTICATION_GROUP, version: 'v1', kind: 'TokenRequest' },
+      resource: { group: '', version: 'v1', resource: 'serviceaccounts' },
+      subresource: 'token',
+      namespace,
+      name,
+      userInfo: userFrom(req),
+      object: { apiVersion: `${AUTHENTICATION_GROUP}/v1`, kind: 'TokenRequest', metadata: { name, namespace }, spec: outSpec },
+      dryRun: parseDryRun(req),
+    },
+    { requestId, timeoutMs: r.deps.limits.backendTimeoutMs },
+  );
   const out: ApiObject = { kind: 'TokenRequest', apiVersion, metadata: { name, namespace }, spec: outSpec, status: { token: '', expirationTimestamp: null } };
   if (!parseDryRun(req)) {
     const issued = await r.deps.authn.issueServiceAccountToken(
