@@ -13,6 +13,9 @@ import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from '
  * call `startEnvironment()`; `make up` runs the same with fixed ports and a
  * persistent data directory.
  */
+/** The authorization modes an environment runs with unless told otherwise. */
+export const DEFAULT_AUTHORIZATION_MODE = 'Node,RBAC';
+
 export interface EnvironmentOptions {
   /** Where data, certificates, logs and the kubeconfig go; a fresh temp dir when unset. */
   dir?: string;
@@ -23,6 +26,7 @@ export interface EnvironmentOptions {
   grpcBasePort?: number;
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
+  /** authz's --authorization-mode; default DEFAULT_AUTHORIZATION_MODE (Node, then RBAC, as clusters of the original server run). */
   authorizationMode?: string;
   tokenAuthFile?: string;
   anonymousAuth?: boolean;
@@ -151,7 +155,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,
-      `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`,
+      `--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`,
       `--storage-address=${addresses['storage']}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
@@ -164,7 +168,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     await launch(
       'authz',
       'authz',
-      [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`],
+      [`--listen=${addresses['authz']}`, `--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`],
       addresses['authz'] as string,
     );
     await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
