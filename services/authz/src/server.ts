@@ -1,3 +1,4 @@
+import { nodeIdentity } from '@svc/apimachinery';
 import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
@@ -116,8 +117,9 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       const user = fromProtoUser(req.user);
       if (user.groups.includes(MASTERS_GROUP)) return { rules: [toProtoRule(EVERYTHING[0] as PolicyRule), toProtoRule(EVERYTHING[1] as PolicyRule)], incomplete: false };
       const rules = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
-      // Modes other than RBAC cannot list what they allow.
-      return { rules: rules.map(toProtoRule), incomplete: config.modes.some((m) => m !== 'RBAC') || !feed?.ready };
+      // Modes other than RBAC cannot list what they allow; the Node mode allows nothing to users that are not nodes.
+      const unlisted = config.modes.some((m) => m !== 'RBAC' && (m !== 'Node' || nodeIdentity(user) !== undefined));
+      return { rules: rules.map(toProtoRule), incomplete: unlisted || !feed?.ready };
     }),
     covers: unary(log, 'Covers', async (req: authz.CoversRequest): Promise<authz.CoversResponse> => {
       const user = fromProtoUser(req.user);

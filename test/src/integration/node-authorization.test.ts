@@ -91,6 +91,11 @@ describe('the Node mode of the authz service', () => {
     expect(d.reason).toContain("no relationship found between node 'n1' and this object");
   });
 
+  test('rule listings are complete for users that are not nodes, and not for nodes', async () => {
+    expect((await authz.rules({ username: 'alice', uid: '', groups: ['system:authenticated'], extra: {} }, 'apps')).incomplete).toBe(false);
+    expect((await authz.rules(n1, 'apps')).incomplete).toBe(true);
+  });
+
   test('a pod moved to another node takes its secret along; deleted, it takes it away', async () => {
     await write('DELETE', '/api/v1/namespaces/apps/pods/web');
     await write('POST', '/api/v1/namespaces/apps/pods', pod('web', 'n2', 'web-tls'));
