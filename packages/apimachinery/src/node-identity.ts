@@ -12,6 +12,9 @@ export const NODE_USER_PREFIX = 'system:node:';
 /** The namespace of the nodes' heartbeat leases (group `coordination.svc.io`). */
 export const NODE_LEASE_NAMESPACE = 'svc-node-lease';
 
+/** The annotation that marks a mirror pod (a node's static pod as seen through the API). */
+export const MIRROR_POD_ANNOTATION = 'svc.io/config.mirror';
+
 export interface NodeIdentity {
   /** The node's name; empty when the user is in `system:nodes` with a name that names no node. */
   nodeName: string;

@@ -1,4 +1,4 @@
-import { ApiError, NODE_LEASE_NAMESPACE, nodeIdentity, podReferences, type ApiObject } from '@svc/apimachinery';
+import { ApiError, MIRROR_POD_ANNOTATION, NODE_LEASE_NAMESPACE, nodeIdentity, podReferences, type ApiObject } from '@svc/apimachinery';
 import type { AdmissionAttributes, AdmissionPlugin } from './plugins';
 
 /**
@@ -16,8 +16,6 @@ import type { AdmissionAttributes, AdmissionPlugin } from './plugins';
  */
 
 export const NODE_RESTRICTION = 'NodeRestriction';
-/** The annotation that marks a mirror pod (a node's static pod as seen through the API). */
-export const MIRROR_POD_ANNOTATION = 'svc.io/config.mirror';
 
 const VENDOR_DOMAIN = 'svc.io';
 /** Labels a node agent sets on its Node (the original's well-known node labels, with our domain). */

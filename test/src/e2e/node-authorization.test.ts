@@ -102,6 +102,15 @@ describe('Node authorization and NodeRestriction', () => {
     // Only mirror pods, bound to itself.
     const plain = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'sneaky', namespace: 'apps' }, spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'busybox' }] } };
     expect((await asNode(['create', '-f', '-'], JSON.stringify(plain))).stderr).toMatch(/NodeRestriction: pod does not have "svc.io\/config.mirror" annotation/);
+    // A mirror pod of its own is created (the ServiceAccount plugin gives it no account), and deleted.
+    const mirror = { ...plain, metadata: { name: 'static-web-n1', namespace: 'apps', annotations: { 'svc.io/config.mirror': 'hash' } } };
+    const created = await asNode(['create', '-f', '-', '-o', 'jsonpath={.spec.serviceAccountName}'], JSON.stringify(mirror));
+    expect(created.stderr).toBe('');
+    expect(created.stdout).toBe('');
+    expect((await asNode(['create', '-f', '-'], JSON.stringify({ ...mirror, metadata: { ...mirror.metadata, name: 'static-elsewhere' }, spec: { ...mirror.spec, nodeName: 'n2' } }))).stderr).toMatch(
+      /NodeRestriction: node "n1" can only create pods with spec.nodeName set to itself/,
+    );
+    expect((await asNode(['delete', 'pod', 'static-web-n1', '-n', 'apps', '--wait=false'])).code).toBe(0);
   });
 
   test('python3-kubernetes as the node: its Node, its secret, its pods, and NodeRestriction refusing another node\'s status', async () => {
