@@ -113,6 +113,22 @@ describe('Node authorization and NodeRestriction', () => {
     expect((await asNode(['delete', 'pod', 'static-web-n1', '-n', 'apps', '--wait=false'])).code).toBe(0);
   });
 
+  test('a SubjectAccessReview carries the field selector of the question to the Node mode', async () => {
+    const review = async (rawSelector?: string) => {
+      const body = {
+        apiVersion: 'authorization.svc.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: 'system:node:n1', groups: ['system:nodes', 'system:authenticated'], resourceAttributes: { verb: 'list', resource: 'pods', version: 'v1', ...(rawSelector ? { fieldSelector: { rawSelector } } : {}) } },
+      };
+      const res = await adminRequest(env, 'POST', '/apis/authorization.svc.io/v1/subjectaccessreviews', JSON.stringify(body));
+      expect(res.status).toBe(201);
+      return res.json()['status'] as { allowed: boolean; reason?: string };
+    };
+    expect((await review('spec.nodeName=n1')).allowed).toBe(true);
+    expect((await review('spec.nodeName=n2')).allowed).toBe(false);
+    expect(await review()).toMatchObject({ allowed: false, reason: expect.stringContaining('can only list/watch pods with spec.nodeName field selector') });
+  });
+
   test('python3-kubernetes as the node: its Node, its secret, its pods, and NodeRestriction refusing another node\'s status', async () => {
     const script = path.join(env.dir, 'as-node.py');
     fs.writeFileSync(script, PYTHON_AS_NODE);
