@@ -11,3 +11,5 @@ export * from './keys';
 export * from './schema-check';
 export * from './meta';
 export * from './duplicate-fields';
+export * from './node-identity';
+export * from './pod-references';

@@ -14,6 +14,9 @@ import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from '
  * call `startEnvironment()`; `make up` runs the same with fixed ports and a
  * persistent data directory.
  */
+/** The authorization modes an environment runs with unless told otherwise. */
+export const DEFAULT_AUTHORIZATION_MODE = 'Node,RBAC';
+
 export interface EnvironmentOptions {
   /** Where data, certificates, logs and the kubeconfig go; a fresh temp dir when unset. */
   dir?: string;
@@ -24,6 +27,7 @@ export interface EnvironmentOptions {
   grpcBasePort?: number;
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
+  /** authz's --authorization-mode; default DEFAULT_AUTHORIZATION_MODE (Node, then RBAC, as clusters of the original server run). */
   authorizationMode?: string;
   /** authz's `--authorization-policy-file` (the ABAC mode, which `authorizationMode` must then name). */
   authorizationPolicyFile?: string;
@@ -170,7 +174,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,
-      `--authorization-mode=${options.authorizationMode ?? 'RBAC'}`,
+      `--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`,
       `--storage-address=${addresses['storage']}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
@@ -187,7 +191,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       [
         `--listen=${addresses['authz']}`,
         // A test's --authorization-config replaces the modes (the two may not be combined).
-        ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? 'RBAC'}`]),
+        ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`]),
         `--storage-address=${addresses['storage']}`,
         `--watch-fanout-address=${fanoutAddresses.join(',')}`,
         ...(options.authorizationPolicyFile ? [`--authorization-policy-file=${options.authorizationPolicyFile}`] : []),

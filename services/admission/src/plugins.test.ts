@@ -69,6 +69,12 @@ describe('ServiceAccount', () => {
     expect(await sa.admit?.(attrs(pod({ serviceAccountName: 'robot', serviceAccount: 'robot' })))).toBeUndefined();
   });
 
+  it('leaves mirror pods without an account', async () => {
+    const mirror = pod({ containers: [] });
+    mirror.object = { ...mirror.object, metadata: { name: 'p', annotations: { 'svc.io/config.mirror': 'hash' } } };
+    expect(await sa.admit?.(attrs(mirror))).toBeUndefined();
+  });
+
   it('leaves other kinds, updates and subresources alone', async () => {
     expect(await sa.admit?.(attrs({}))).toBeUndefined();
     expect(await sa.admit?.(attrs({ ...pod({}), operation: 'UPDATE' }))).toBeUndefined();

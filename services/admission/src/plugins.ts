@@ -1,4 +1,4 @@
-import { ApiError, type ApiObject, type UserInfo } from '@svc/apimachinery';
+import { ApiError, MIRROR_POD_ANNOTATION, type ApiObject, type UserInfo } from '@svc/apimachinery';
 
 /**
  * Admission plugins. Mutating plugins may return a changed object; validating
@@ -73,6 +73,8 @@ export const DEFAULT_SERVICE_ACCOUNT = 'default';
  * ServiceAccount (mutating): a pod created without a service account runs as
  * its namespace's `default` account; the deprecated `serviceAccount` field
  * and `serviceAccountName` are kept the same, as the original plugin does.
+ * Mirror pods are left alone (a node's static pods run without an account,
+ * and NodeRestriction refuses mirror pods that name one).
  */
 export function serviceAccountDefaults(): AdmissionPlugin {
   return {
@@ -80,6 +82,7 @@ export function serviceAccountDefaults(): AdmissionPlugin {
     async admit(attrs) {
       const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods' && attrs.subresource === '';
       if (!isPod || attrs.operation !== 'CREATE' || !attrs.object) return undefined;
+      if (attrs.object.metadata?.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) return undefined;
       const spec = (attrs.object['spec'] ?? {}) as Record<string, unknown>;
       const named = (spec['serviceAccountName'] as string | undefined) || (spec['serviceAccount'] as string | undefined) || DEFAULT_SERVICE_ACCOUNT;
       if (spec['serviceAccountName'] === named && spec['serviceAccount'] === named) return undefined;

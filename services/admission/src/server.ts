@@ -2,6 +2,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
 import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
+import { nodeRestriction, type PodReader } from './node-restriction';
 import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 
 /** Who may call this service (the identities of the internal certificates). */
@@ -64,12 +65,26 @@ export function storageNamespaces(storage: StorageClient, cacheTtlMs = 0): Names
   };
 }
 
+/** Pods read from storage (NodeRestriction checks the pod a node binds a token to). */
+export function storagePods(storage: StorageClient): PodReader {
+  return {
+    async getPod(namespace, name) {
+      try {
+        return (await storage.get({ group: '', resource: 'pods', namespace, name })).object;
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 404) return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
 /** Starts the admission service with the built-in plugins. */
 export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
   const tls = loadInternalTls(config.internalTls);
   const storage = new StorageClient(config.storageAddress, tls);
-  const plugins: AdmissionPlugin[] = [serviceAccountDefaults(), namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0))];
+  const plugins: AdmissionPlugin[] = [serviceAccountDefaults(), namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0)), nodeRestriction(storagePods(storage))];
   const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];

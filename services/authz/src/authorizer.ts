@@ -19,6 +19,13 @@ export interface Attributes {
   subresource: string;
   namespace: string;
   name: string;
+  /**
+   * The request's `labelSelector` and `fieldSelector` as sent (list, watch,
+   * deletecollection): modes that allow reads only through a selector (Node)
+   * parse them. Absent or empty: no selector.
+   */
+  labelSelector?: string;
+  fieldSelector?: string;
 }
 
 export interface AuthorizerDecision {

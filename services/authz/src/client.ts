@@ -52,7 +52,7 @@ export class AuthzClient {
     const res = await callUnary(
       'authz',
       this.client.authorize.bind(this.client),
-      { ...attrs, user: toProtoUser(attrs.user), labelSelector: '', fieldSelector: '' },
+      { ...attrs, user: toProtoUser(attrs.user), labelSelector: attrs.labelSelector ?? '', fieldSelector: attrs.fieldSelector ?? '' },
       opts,
     );
     const decision = res.decision === authz.Decision.DECISION_ALLOW ? 'allow' : res.decision === authz.Decision.DECISION_DENY ? 'deny' : 'no-opinion';

@@ -5,15 +5,15 @@ import type { WebhookAuthorizerOptions } from './webhook-authorizer';
 export const AUTHZ_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7103' },
-  'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, ABAC, RBAC, Node, Webhook (system:masters is always allowed); not with --authorization-config', default: 'AlwaysDeny' },
+  'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC, Webhook (system:masters is always allowed); not with --authorization-config', default: 'AlwaysDeny' },
   'authorization-policy-file': { description: 'ABAC policy file (the ABAC mode, and only with it): one JSON Policy per line, abac.authorization.svc.io/v1beta1 or the unversioned form', default: '' },
   'authorization-config': { description: 'AuthorizationConfiguration file (ordered, named authorizers: Webhook entries with match conditions and failure policies, RBAC, Node); reloaded when it changes; not with --authorization-mode, --authorization-policy-file or --authorization-webhook-*', default: '' },
   'authorization-webhook-config-file': { description: 'Kubeconfig-format file of the authorization webhook (the Webhook mode): its https server and CA, this server\'s client certificate', default: '' },
   'authorization-webhook-version': { description: 'SubjectAccessReview version sent to the webhook: v1 or v1beta1', default: 'v1beta1' },
   'authorization-webhook-cache-authorized-ttl': { description: 'How long an allow from the webhook is reused (Go duration)', default: '5m0s' },
   'authorization-webhook-cache-unauthorized-ttl': { description: 'How long a refusal from the webhook is reused (Go duration)', default: '30s' },
-  'storage-address': { description: 'gRPC address of the storage service (RBAC reads its policy there)', default: '' },
-  'watch-fanout-address': { description: 'gRPC address(es) of watch-fanout, comma-separated (RBAC follows policy changes there)', default: '' },
+  'storage-address': { description: 'gRPC address of the storage service (RBAC reads its policy there, the Node mode its pods)', default: '' },
+  'watch-fanout-address': { description: 'gRPC address(es) of watch-fanout, comma-separated (RBAC and the Node mode follow changes there)', default: '' },
 };
 
 const WEBHOOK_FLAGS = ['authorization-webhook-config-file', 'authorization-webhook-version', 'authorization-webhook-cache-authorized-ttl', 'authorization-webhook-cache-unauthorized-ttl'];

@@ -51,7 +51,7 @@ describe('authz refuses to start', () => {
       'bad.yaml: authorizers[1].webhook.timeout: Invalid value: \\"45s\\": must be no more than 30s',
     ],
     ['a missing file', () => [`--authorization-config=${path.join(pki.dir, 'missing.yaml')}`], 'missing.yaml: ENOENT'],
-    ['a Node entry without a Node authorizer', () => [`--authorization-config=${configFile('node.yaml', '- {type: Node, name: node}\n')}`], 'authorization mode Node has no authorizer'],
+    ['a Node entry without the peers its graph is read from', () => [`--authorization-config=${configFile('node.yaml', '- {type: Node, name: node}\n')}`], 'the Node mode needs --storage-address and --watch-fanout-address'],
   ])('%s', (_name, args, message) => {
     const res = start(args());
     expect(res.status).toBe(1);

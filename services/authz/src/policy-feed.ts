@@ -1,33 +1,59 @@
-import { ApiError, parseObjectKey, type ApiObject } from '@svc/apimachinery';
+import { ApiError, REGISTRY_PREFIX, parseObjectKey, type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
-import type { RbacPolicy } from './rbac';
 
 /**
- * Keeps an RbacPolicy equal to the stored roles and bindings: one list of
- * the four kinds at a single revision, then the changes after it from
- * watch-fanout's history, asked for whenever its head moves (checked every
- * `pollMs`). A change is in force within that interval plus one call. When
- * the history no longer reaches back far enough (410), everything is listed
- * again.
+ * Keeps in-memory state (RBAC's policy, the Node mode's graph) equal to
+ * stored objects of a few kinds: one list of every kind at a single
+ * revision, then the changes after it from watch-fanout's history, asked for
+ * whenever its head moves (checked every `pollMs`). A change is in force
+ * within that interval plus one call. When the history no longer reaches
+ * back far enough (410), or a change came without its object, everything is
+ * listed again. One loop serves all the kinds of a feed, however many key
+ * prefixes they live under.
  */
+
+/** A stored kind a feed follows. */
+export interface FeedSource {
+  group: string;
+  resource: string;
+  kind: string;
+}
+
+/** What a feed keeps up to date. */
+export interface FeedSink {
+  /** Forgets everything (a full list follows). */
+  clear(): void;
+  /** Applies a stored object (`deleted` for a DELETED event: only its name and namespace are set). */
+  apply(kind: string, obj: ApiObject, deleted?: boolean): void;
+  /** Counts for the log line of a full load. */
+  readonly size: Record<string, number>;
+}
+
 export const RBAC_STORAGE_GROUP = 'rbac.authorization.svc.io';
 
-const RESOURCES: Record<string, string> = {
-  roles: 'Role',
-  clusterroles: 'ClusterRole',
-  rolebindings: 'RoleBinding',
-  clusterrolebindings: 'ClusterRoleBinding',
-};
+/** The four kinds RBAC's policy is made of. */
+export const RBAC_SOURCES: FeedSource[] = [
+  { group: RBAC_STORAGE_GROUP, resource: 'roles', kind: 'Role' },
+  { group: RBAC_STORAGE_GROUP, resource: 'clusterroles', kind: 'ClusterRole' },
+  { group: RBAC_STORAGE_GROUP, resource: 'rolebindings', kind: 'RoleBinding' },
+  { group: RBAC_STORAGE_GROUP, resource: 'clusterrolebindings', kind: 'ClusterRoleBinding' },
+];
 
-const PREFIX = `/registry/${RBAC_STORAGE_GROUP}/`;
 const PAGE = 500;
+
+/** The key prefixes that hold `sources`: a named group's as a whole, a core resource's alone. */
+export function feedPrefixes(sources: FeedSource[]): string[] {
+  return [...new Set(sources.map((s) => (s.group ? `${REGISTRY_PREFIX}${s.group}/` : `${REGISTRY_PREFIX}${s.resource}/`)))];
+}
 
 export interface PolicyFeedOptions {
   pollMs?: number;
   log: Logger;
+  /** What the feed keeps, for its log lines ('RBAC policy', 'node graph'). */
+  name?: string;
 }
 
 export class PolicyFeed {
@@ -36,20 +62,28 @@ export class PolicyFeed {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly kinds: Map<string, string>;
+  private readonly prefixes: string[];
+  private readonly name: string;
 
   constructor(
-    private readonly policy: RbacPolicy,
+    private readonly sink: FeedSink,
     private readonly storage: StorageClient,
     private readonly fanout: WatchFanoutClient,
     private readonly opts: PolicyFeedOptions,
-  ) {}
+    private readonly sources: FeedSource[] = RBAC_SOURCES,
+  ) {
+    this.kinds = new Map(sources.map((s) => [`${s.group}/${s.resource}`, s.kind]));
+    this.prefixes = feedPrefixes(sources);
+    this.name = opts.name ?? 'RBAC policy';
+  }
 
-  /** Whether the policy has been read once (authz is ready). */
+  /** Whether the state has been read once (authz is ready). */
   get ready(): boolean {
     return this.synced;
   }
 
-  /** The revision the policy is complete up to. */
+  /** The revision the state is complete up to. */
   get position(): number {
     return this.revision;
   }
@@ -60,13 +94,13 @@ export class PolicyFeed {
       if (this.stopped) return;
       this.running = this.step()
         .then(() => {
-          if (failures > 0) this.opts.log.info('RBAC policy updates resumed', { failures });
+          if (failures > 0) this.opts.log.info(`${this.name} updates resumed`, { failures });
           failures = 0;
         })
         .catch((err: unknown) => {
           // The first failure of a run is a warning; the rest of it (a peer still starting, say) is debug detail.
-          if (failures++ === 0) this.opts.log.warn('RBAC policy update failed; retrying', { err: (err as Error).message });
-          else this.opts.log.debug('RBAC policy update failed again', { err: (err as Error).message, failures });
+          if (failures++ === 0) this.opts.log.warn(`${this.name} update failed; retrying`, { err: (err as Error).message });
+          else this.opts.log.debug(`${this.name} update failed again`, { err: (err as Error).message, failures });
         })
         .finally(() => {
           if (!this.stopped) this.timer = setTimeout(tick, this.opts.pollMs ?? 200);
@@ -85,19 +119,19 @@ export class PolicyFeed {
   private async relist(): Promise<void> {
     const revision = await this.storage.currentRevision({ timeoutMs: 10000 });
     const objects: Array<[string, ApiObject]> = [];
-    for (const [resource, kind] of Object.entries(RESOURCES)) {
+    for (const { group, resource, kind } of this.sources) {
       let continueToken = '';
       do {
-        const page = await this.storage.list({ group: RBAC_STORAGE_GROUP, resource, namespace: '' }, { at: { revision }, limit: PAGE, continueToken }, { timeoutMs: 30000 });
+        const page = await this.storage.list({ group, resource, namespace: '' }, { at: { revision }, limit: PAGE, continueToken }, { timeoutMs: 30000 });
         for (const item of page.items) objects.push([kind, item]);
         continueToken = page.continueToken;
       } while (continueToken !== '');
     }
-    this.policy.clear();
-    for (const [kind, obj] of objects) this.policy.apply(kind, obj);
+    this.sink.clear();
+    for (const [kind, obj] of objects) this.sink.apply(kind, obj);
     this.revision = revision;
     this.synced = true;
-    this.opts.log.info('RBAC policy loaded', { revision, ...this.policy.size });
+    this.opts.log.info(`${this.name} loaded`, { revision, ...this.sink.size });
   }
 
   /** One round: list if never listed, else apply the changes since the last revision. */
@@ -106,29 +140,37 @@ export class PolicyFeed {
     const head = await this.fanout.head({ timeoutMs: 5000 });
     if (head.revision <= this.revision) return;
     try {
-      for await (const e of this.fanout.catchUp(this.revision, 0, PREFIX, { timeoutMs: 30000 })) {
-        if (e.type === watch.EventType.EVENT_TYPE_PROGRESS) {
-          this.revision = Math.max(this.revision, e.revision);
-          continue;
-        }
-        this.applyEvent(e);
-        this.revision = Math.max(this.revision, e.revision);
-      }
+      // Each prefix is read up to the head of the replica that answers; the
+      // state is complete up to the least of them (a change read twice is
+      // applied twice, to the same result).
+      let reached = Number.MAX_SAFE_INTEGER;
+      for (const prefix of this.prefixes) reached = Math.min(reached, await this.catchUp(prefix));
+      if (this.synced) this.revision = Math.max(this.revision, reached);
     } catch (err) {
       if (err instanceof ApiError && err.code === 410) {
-        this.opts.log.warn('RBAC policy fell behind the change history; listing again', { revision: this.revision });
+        this.opts.log.warn(`${this.name} fell behind the change history; listing again`, { revision: this.revision });
         return this.relist();
       }
       throw err;
     }
   }
 
+  /** Applies the changes under `prefix` after the current revision; the revision it reached. */
+  private async catchUp(prefix: string): Promise<number> {
+    let reached = this.revision;
+    for await (const e of this.fanout.catchUp(this.revision, 0, prefix, { timeoutMs: 30000 })) {
+      if (e.type !== watch.EventType.EVENT_TYPE_PROGRESS) this.applyEvent(e);
+      reached = Math.max(reached, e.revision);
+    }
+    return reached;
+  }
+
   private applyEvent(e: watch.ChangeEvent): void {
     const key = parseObjectKey(e.key);
-    const kind = key ? RESOURCES[key.resource] : undefined;
+    const kind = key ? this.kinds.get(`${key.group}/${key.resource}`) : undefined;
     if (!key || !kind) return;
     if (e.type === watch.EventType.EVENT_TYPE_DELETED) {
-      this.policy.apply(kind, { metadata: { name: key.name, ...(key.namespace ? { namespace: key.namespace } : {}) } }, true);
+      this.sink.apply(kind, { metadata: { name: key.name, ...(key.namespace ? { namespace: key.namespace } : {}) } }, true);
       return;
     }
     if (e.truncated || e.object.length === 0) {
@@ -136,6 +178,6 @@ export class PolicyFeed {
       this.synced = false;
       return;
     }
-    this.policy.apply(kind, JSON.parse(Buffer.from(e.object).toString('utf8')) as ApiObject);
+    this.sink.apply(kind, JSON.parse(Buffer.from(e.object).toString('utf8')) as ApiObject);
   }
 }

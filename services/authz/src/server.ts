@@ -1,3 +1,4 @@
+import { nodeIdentity } from '@svc/apimachinery';
 import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
@@ -5,6 +6,8 @@ import { WatchFanoutClient } from '@svc/watch-fanout/client';
 import { abacAuthorizerFor } from './abac';
 import { MASTERS_GROUP, chain, type Decision, type Mode, type ModeAuthorizers } from './authorizer';
 import { ConfiguredAuthorizer, loadAuthorizationConfigFile, modesOf } from './configured-authorizer';
+import { NodeGraph, NODE_GRAPH_SOURCES } from './node-graph';
+import { nodeAuthorizer } from './node-authorizer';
 import { PolicyFeed } from './policy-feed';
 import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
@@ -22,10 +25,10 @@ export interface AuthzConfig {
   authorizationConfigFile?: string;
   /** How often the authorization configuration file is polled (60 s by default). */
   authorizationConfigPollMs?: number;
-  /** The storage service and watch-fanout, where RBAC reads its policy (required with the RBAC mode). */
+  /** The storage service and watch-fanout, where RBAC reads its policy and the Node mode its pods (required with either). */
   storageAddress?: string;
   watchFanoutAddress?: string;
-  /** How often RBAC looks for policy changes. */
+  /** How often RBAC and the Node mode look for changes. */
   policyPollMs?: number;
   /** The Webhook mode's connection and caches (`--authorization-webhook-*`). */
   webhook?: WebhookAuthorizerOptions;
@@ -65,6 +68,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const log = config.logger ?? createLogger('authz');
   const tls = loadInternalTls(config.internalTls);
   let feed: PolicyFeed | undefined;
+  let nodeFeed: PolicyFeed | undefined;
   let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
@@ -74,16 +78,29 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const stateful: ModeAuthorizers = {};
   const abac = abacAuthorizerFor(modes, config.authorizationPolicyFile, log);
   if (abac) stateful.ABAC = abac;
+  const feedPeers = (mode: Mode): { storage: StorageClient; fanout: WatchFanoutClient } => {
+    if (!config.storageAddress || !config.watchFanoutAddress) throw new Error(`the ${mode} mode needs --storage-address and --watch-fanout-address`);
+    storage ??= new StorageClient(config.storageAddress, tls);
+    fanout ??= new WatchFanoutClient(config.watchFanoutAddress, tls);
+    return { storage, fanout };
+  };
+  const pollMs = config.policyPollMs !== undefined ? { pollMs: config.policyPollMs } : {};
   if (!file && modes.includes('Webhook')) {
     if (!config.webhook) throw new Error('the Webhook mode needs --authorization-webhook-config-file');
     stateful.Webhook = webhookAuthorizer(config.webhook);
   }
+  if (modes.includes('Node')) {
+    const peers = feedPeers('Node');
+    const graph = new NodeGraph();
+    const graphFeed = new PolicyFeed(graph, peers.storage, peers.fanout, { log, name: 'node graph', ...pollMs }, NODE_GRAPH_SOURCES);
+    nodeFeed = graphFeed;
+    stateful.Node = nodeAuthorizer({ graph, ready: () => graphFeed.ready });
+    graphFeed.start();
+  }
   if (modes.includes('RBAC')) {
-    if (!config.storageAddress || !config.watchFanoutAddress) throw new Error('the RBAC mode needs --storage-address and --watch-fanout-address');
-    storage = new StorageClient(config.storageAddress, tls);
-    fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
+    const peers = feedPeers('RBAC');
     policy = new RbacPolicy();
-    const rbacFeed = new PolicyFeed(policy, storage, fanout, { log, ...(config.policyPollMs !== undefined ? { pollMs: config.policyPollMs } : {}) });
+    const rbacFeed = new PolicyFeed(policy, peers.storage, peers.fanout, { log, ...pollMs });
     feed = rbacFeed;
     const rbac = policy;
     stateful.RBAC = (attrs) => (rbacFeed.ready ? rbac.authorize(attrs) : { decision: 'no-opinion', reason: 'RBAC: the policy is not loaded yet' });
@@ -108,6 +125,8 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
         subresource: req.subresource,
         namespace: req.namespace,
         name: req.name,
+        ...(req.labelSelector ? { labelSelector: req.labelSelector } : {}),
+        ...(req.fieldSelector ? { fieldSelector: req.fieldSelector } : {}),
       });
       // Which rule or binding decided, for operators (debug level: one line per uncached decision).
       log.debug('decision', { user: req.user?.username ?? '', verb: req.verb, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name, path: req.resourceRequest ? '' : req.path, decision: d.decision, reason: d.reason });
@@ -117,8 +136,9 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       const user = fromProtoUser(req.user);
       if (user.groups.includes(MASTERS_GROUP)) return { rules: [toProtoRule(EVERYTHING[0] as PolicyRule), toProtoRule(EVERYTHING[1] as PolicyRule)], incomplete: false };
       const rules = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
-      // Modes other than RBAC cannot list what they allow.
-      return { rules: rules.map(toProtoRule), incomplete: modes.some((m) => m !== 'RBAC') || !feed?.ready };
+      // Modes other than RBAC cannot list what they allow; the Node mode allows nothing to users that are not nodes.
+      const unlisted = modes.some((m) => m !== 'RBAC' && (m !== 'Node' || nodeIdentity(user) !== undefined));
+      return { rules: rules.map(toProtoRule), incomplete: unlisted || !feed?.ready };
     }),
     covers: unary(log, 'Covers', async (req: authz.CoversRequest): Promise<authz.CoversResponse> => {
       const user = fromProtoUser(req.user);
@@ -137,6 +157,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       await server.close();
       configured?.close();
       await feed?.stop();
+      await nodeFeed?.stop();
       storage?.close();
       fanout?.close();
     },

@@ -1,4 +1,4 @@
-import type { ApiObject } from '@svc/apimachinery';
+import { NODE_RULES, type ApiObject } from '@svc/apimachinery';
 
 /**
  * The default roles and bindings (SPEC section 5, "RBAC rules" 7): created
@@ -155,6 +155,29 @@ function controllerObjects(): ApiObject[] {
 }
 
 /** Every default object, cluster roles first, then bindings, then the controllers' and the namespaced ones. */
+
+/**
+ * The node-related roles: `system:node` holds the Node mode's static rules
+ * (bound to nobody, as in the original server: nodes are authorized by the
+ * Node mode), `system:node-proxier` what a service proxy reads (bound to
+ * `system:kube-proxy`), `system:node-bootstrapper` what a node needs to ask
+ * for its client certificate.
+ */
+function nodeRoles(): ApiObject[] {
+  return [
+    clusterRole('system:node', NODE_RULES.map((r) => ({ verbs: [...r.verbs], apiGroups: [...r.apiGroups], resources: [...r.resources] }))),
+    clusterRole('system:node-proxier', [
+      { verbs: ['list', 'watch'], apiGroups: [''], resources: ['services', 'endpoints'] },
+      { verbs: READ, apiGroups: [''], resources: ['nodes'] },
+      { verbs: ['create', 'patch', 'update'], apiGroups: ['', 'events.svc.io'], resources: ['events'] },
+      { verbs: ['list', 'watch'], apiGroups: ['discovery.svc.io'], resources: ['endpointslices'] },
+    ]),
+    clusterRole('system:node-bootstrapper', [{ verbs: ['create', 'get', 'list', 'watch'], apiGroups: ['certificates.svc.io'], resources: ['certificatesigningrequests'] }]),
+    clusterRoleBinding('system:node', 'system:node', []),
+    clusterRoleBinding('system:node-proxier', 'system:node-proxier', [], ['system:kube-proxy']),
+  ];
+}
+
 export function defaultRbacObjects(): ApiObject[] {
   return [
     clusterRole('cluster-admin', [
@@ -204,6 +227,7 @@ export function defaultRbacObjects(): ApiObject[] {
       { verbs: ['create'], apiGroups: ['authentication.svc.io'], resources: ['tokenreviews'] },
       { verbs: ['create'], apiGroups: ['authorization.svc.io'], resources: ['subjectaccessreviews'] },
     ]),
+    ...nodeRoles(),
     clusterRoleBinding('cluster-admin', 'cluster-admin', ['system:masters']),
     clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
     clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),

@@ -52,3 +52,8 @@ export function adminRequest(env: Environment, method: string, path: string, bod
 export function tokenRequest(env: Environment, method: string, path: string, token: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
   return send(env, method, path, { token }, body, headers);
 }
+
+/** A raw HTTPS request with a client certificate (a node's, say). */
+export function certRequest(env: Environment, method: string, path: string, cert: { cert: string; key: string }, body?: string | Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
+  return send(env, method, path, { cert: fs.readFileSync(cert.cert), key: fs.readFileSync(cert.key) }, body, headers);
+}

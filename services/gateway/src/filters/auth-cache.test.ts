@@ -91,4 +91,31 @@ describe('authorization cache', () => {
       expect(handled).toBe(allow ? 4 : 0);
     }
   });
+
+  it('keys decisions by the selectors too, and passes them to authz', async () => {
+    const calls = { authn: 0, authz: 0 };
+    const base = deps(calls, { ttlMs: 60000, allow: true });
+    const seen: Array<{ fieldSelector?: string; labelSelector?: string }> = [];
+    const authz = { authorize: async (attrs: { fieldSelector?: string; labelSelector?: string }) => (seen.push(attrs), base.authz.authorize(attrs as never)) };
+    const filter = withAuthorization(async () => undefined, cachedAuthorizer({ ...base, authz } as unknown as GatewayDeps));
+    const run = async (query: string): Promise<void> => {
+      const req = request({});
+      withRequestInfo(req, { ...info, query: new URLSearchParams(query) });
+      withUser(req, admin);
+      await filter(req, {} as Response);
+    };
+    await run('fieldSelector=spec.nodeName%3Dn1');
+    await run('fieldSelector=spec.nodeName%3Dn1');
+    expect(calls.authz).toBe(1);
+    await run('fieldSelector=spec.nodeName%3Dn2');
+    await run('labelSelector=app%3Dweb&fieldSelector=spec.nodeName%3Dn1');
+    await run('');
+    expect(calls.authz).toBe(4);
+    expect(seen.map((a) => [a.fieldSelector, a.labelSelector])).toEqual([
+      ['spec.nodeName=n1', undefined],
+      ['spec.nodeName=n2', undefined],
+      ['spec.nodeName=n1', 'app=web'],
+      [undefined, undefined],
+    ]);
+  });
 });

@@ -57,6 +57,19 @@ export function selectedName(info: Pick<RequestInfo, 'verb' | 'name' | 'query'>)
   return '';
 }
 
+/**
+ * The selectors of a list, watch or deletecollection, from the query parsed
+ * once with the request info; authz reads them (the Node mode allows a node
+ * to list pods only with `spec.nodeName=<node>`). They are part of the
+ * attributes, and so of the decision cache's key.
+ */
+export function selectorsOf(info: Pick<RequestInfo, 'verb' | 'query'>): Pick<Attributes, 'labelSelector' | 'fieldSelector'> {
+  if (info.verb !== 'list' && info.verb !== 'watch' && info.verb !== 'deletecollection') return {};
+  const labelSelector = info.query.get('labelSelector') ?? '';
+  const fieldSelector = info.query.get('fieldSelector') ?? '';
+  return { ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) };
+}
+
 /** Asks authz whether the user may do what the request info says; 403 otherwise. */
 export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Handler {
   return async (req, res) => {
@@ -72,6 +85,7 @@ export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Han
       subresource: info.subresource,
       namespace: info.namespace,
       name: selectedName(info),
+      ...selectorsOf(info),
     };
     const decision = await authorize(attrs, requestIdFrom(req));
     if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);

@@ -1,4 +1,4 @@
-import { selectedName } from './authorization';
+import { selectedName, selectorsOf } from './authorization';
 
 describe('the name a list or watch is limited to', () => {
   const info = (verb: string, fieldSelector?: string, name = '') => ({ verb, name, query: new URLSearchParams(fieldSelector === undefined ? '' : `fieldSelector=${encodeURIComponent(fieldSelector)}`) });
@@ -16,5 +16,19 @@ describe('the name a list or watch is limited to', () => {
 
   test('a named request keeps its name', () => {
     expect(selectedName(info('get', 'metadata.name=b', 'a'))).toBe('a');
+  });
+});
+
+describe('the selectors passed to authorization', () => {
+  const info = (verb: string, query: string) => ({ verb, query: new URLSearchParams(query) });
+  test.each([
+    ['list', 'fieldSelector=spec.nodeName%3Dn1', { fieldSelector: 'spec.nodeName=n1' }],
+    ['watch', 'labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dn1', { labelSelector: 'app=web', fieldSelector: 'metadata.name=n1' }],
+    ['deletecollection', 'labelSelector=a', { labelSelector: 'a' }],
+    ['list', '', {}],
+    ['get', 'fieldSelector=spec.nodeName%3Dn1', {}],
+    ['create', 'labelSelector=a', {}],
+  ])('%s ?%s', (verb, query, expected) => {
+    expect(selectorsOf(info(verb, query))).toEqual(expected);
   });
 });

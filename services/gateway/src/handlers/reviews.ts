@@ -173,6 +173,22 @@ const tokenRequest: ResourceHandler = async (req, res, r) => {
   const boundObject = await boundObjectOf(r, spec, account, requestId);
   const outSpec: JsonObject = { audiences, expirationSeconds };
   if (isJsonObject(spec['boundObjectRef'])) outSpec['boundObjectRef'] = spec['boundObjectRef'];
+  // Validating admission sees the request (NodeRestriction: a node's tokens must be bound to a pod on it).
+  await r.deps.admission.admit(
+    {
+      phase: 'validating',
+      operation: 'CREATE',
+      kind: { group: AUTHENTICATION_GROUP, version: 'v1', kind: 'TokenRequest' },
+      resource: { group: '', version: 'v1', resource: 'serviceaccounts' },
+      subresource: 'token',
+      namespace,
+      name,
+      userInfo: userFrom(req),
+      object: { apiVersion: `${AUTHENTICATION_GROUP}/v1`, kind: 'TokenRequest', metadata: { name, namespace }, spec: outSpec },
+      dryRun: parseDryRun(req),
+    },
+    { requestId, timeoutMs: r.deps.limits.backendTimeoutMs },
+  );
   const out: ApiObject = { kind: 'TokenRequest', apiVersion, metadata: { name, namespace }, spec: outSpec, status: { token: '', expirationTimestamp: null } };
   if (!parseDryRun(req)) {
     const issued = await r.deps.authn.issueServiceAccountToken(
@@ -214,6 +230,17 @@ function attr(obj: JsonObject, key: string): string {
   return typeof obj[key] === 'string' ? (obj[key] as string) : '';
 }
 
+/** The `rawSelector` of a review's `fieldSelector` and `labelSelector` (the Node mode reads them). */
+function rawSelectors(resource: JsonObject): { fieldSelector?: string; labelSelector?: string } {
+  const raw = (key: string): string => {
+    const selector = resource[key];
+    return isJsonObject(selector) ? attr(selector, 'rawSelector') : '';
+  };
+  const fieldSelector = raw('fieldSelector');
+  const labelSelector = raw('labelSelector');
+  return { ...(fieldSelector ? { fieldSelector } : {}), ...(labelSelector ? { labelSelector } : {}) };
+}
+
 /** Asks authz the question of an access review; the status the review answers with. */
 async function decideAccess(req: Request, r: ResourceRequest, q: AccessQuestion): Promise<JsonObject> {
   const causes = accessCauses(q);
@@ -231,6 +258,7 @@ async function decideAccess(req: Request, r: ResourceRequest, q: AccessQuestion)
         subresource: attr(resource, 'subresource'),
         namespace: attr(resource, 'namespace'),
         name: attr(resource, 'name'),
+        ...rawSelectors(resource),
       }
     : (() => {
         const n = q.spec['nonResourceAttributes'] as JsonObject;
