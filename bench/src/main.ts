@@ -8,6 +8,7 @@ import { connect } from 'nats';
 import { benchRbac } from '@svc/authz';
 import { benchApply } from '@svc/merge';
 import { startEnvironment, type Environment } from '@svc/testenv';
+import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 
 /**
  * `make bench`: our figures next to the raw limits measured in the same run.
@@ -458,6 +459,7 @@ async function main(): Promise<void> {
     results['watchers'] = await idleWatchers(env, client);
     results['bigLists'] = await bigLists(env, client, etcd);
 
+    results['validationRules'] = await benchValidationRules((method, p, body) => client.request(method, p, body));
     results['rbacDecision'] = benchRbac(10000);
     const applyBench = benchApply(2000);
     results['apply200FieldsMs'] = { p50: applyBench.p50Ms, p99: applyBench.p99Ms, fields: applyBench.fields };
@@ -503,6 +505,7 @@ async function main(): Promise<void> {
   }
   const floor = results['httpsFloor'] as { ratePerSecond: number; serverCpuMs: number } | undefined;
   if (floor) lines.push(`bare express on HTTPS, same POSTs: ${floor.serverCpuMs.toFixed(2)} ms CPU per request (${floor.ratePerSecond} req/s)`);
+  lines.push(...formatValidationRules(results['validationRules'] as ValidationRulesFigures));
   process.stdout.write(lines.join('\n') + '\n');
   fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));

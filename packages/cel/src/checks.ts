@@ -1,4 +1,5 @@
 import { children, identName, type Expr } from './ast';
+import { LIBRARY_RESULT_TYPES } from './library';
 
 /**
  * Static checks done at compile time: every identifier is a declared
@@ -52,6 +53,20 @@ export function undeclared(e: Expr | undefined, declared: ReadonlySet<string>, o
     return;
   }
   for (const child of children(e)) undeclared(child, declared, out);
+}
+
+/** Whether `e` names the variable `name` anywhere outside a comprehension that declares its own. */
+export function referencesVariable(e: Expr | undefined, name: string): boolean {
+  if (!e) return false;
+  const k = e.exprKind;
+  if (k.case === 'identExpr') return k.value.name === name;
+  if (k.case === 'comprehensionExpr') {
+    const c = k.value;
+    if (referencesVariable(c.iterRange, name) || referencesVariable(c.accuInit, name)) return true;
+    if (c.iterVar === name || c.iterVar2 === name || c.accuVar === name) return false;
+    return [c.loopCondition, c.loopStep, c.result].some((x) => referencesVariable(x, name));
+  }
+  return children(e).some((x) => referencesVariable(x, name));
 }
 
 /** Whether `e` selects `<operand>.<field>` anywhere (the original's test, for `claims.email` and `claims.email_verified`). */
@@ -145,7 +160,11 @@ export function inferType(e: Expr | undefined, scope: ReadonlyMap<string, CelDec
       if (fn === 'double') return 'double';
       if (fn === 'uint') return 'uint';
       if (fn === 'type') return 'type';
-      if (fn === 'split') return { list: 'string' };
+      if (fn === 'split' || fn === 'findAll') return { list: 'string' };
+      const library = LIBRARY_RESULT_TYPES[fn];
+      if (library) return library;
+      // A list's sum, min and max have the type of its items.
+      if ((fn === 'sum' || fn === 'min' || fn === 'max') && typeof target === 'object' && 'list' in target) return target.list;
       if (ARITHMETIC.has(fn)) return all[0] ?? 'dyn';
       if (fn === '_?_:_') {
         const [, a, b] = all;

@@ -117,9 +117,9 @@ interface Estimate {
 }
 
 /** Functions that visit their receiver and argument once and return a scalar. */
-const SCAN_FUNCTIONS = new Set(['contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', '_==_', '_!=_', '_<_', '_<=_', '_>_', '_>=_']);
+const SCAN_FUNCTIONS = new Set(['isSorted', 'sum', 'isURL', 'contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', '_==_', '_!=_', '_<_', '_<=_', '_>_', '_>=_']);
 /** Functions that visit their receiver once and return something as large. */
-const COPY_FUNCTIONS = new Set(['lowerAscii', 'upperAscii', 'trim', 'reverse', 'string', 'bytes', 'substring', 'charAt', 'quote', 'dyn']);
+const COPY_FUNCTIONS = new Set(['url', 'getScheme', 'getHost', 'getHostname', 'getPort', 'getEscapedPath', 'lowerAscii', 'upperAscii', 'trim', 'reverse', 'string', 'bytes', 'substring', 'charAt', 'quote', 'dyn']);
 
 export class CostEstimator {
   /** The accumulators of the comprehensions being estimated. */
@@ -251,6 +251,17 @@ export class CostEstimator {
         return { cost: add(base, size(1)), shape: SCALAR };
       case 'matches':
         return { cost: add(base, mul(size(0), Math.max(1, size(1)))), shape: SCALAR };
+      case 'find':
+        return { cost: add(base, mul(size(0), Math.max(1, size(1)))), shape: { size: size(0) } };
+      case 'findAll':
+        return { cost: add(base, mul(size(0), Math.max(1, size(1)))), shape: { size: size(0), elem: { size: size(0) } } };
+      case 'min':
+      case 'max': {
+        const list = all[0]?.shape ?? this.unknown;
+        return { cost: add(base, list.size), shape: list.elem ?? this.unknown };
+      }
+      case 'getQuery':
+        return { cost: add(base, size(0)), shape: { size: size(0), key: { size: size(0) }, elem: { size: size(0), elem: { size: size(0) } } } };
       case 'split':
         return { cost: add(base, size(0)), shape: { size: add(size(0), 1), elem: { size: size(0) } } };
       case 'join': {

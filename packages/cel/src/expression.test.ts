@@ -5,7 +5,7 @@ const request: CelDeclaredType = { object: { user: 'string', groups: { list: 'st
 describe('the shared CEL layer', () => {
   test('several declared variables are bound at evaluation', () => {
     const e = compile('a.user == "x" && b > 2', { field: 'f', variables: { a: request, b: 'int' }, resultType: 'bool' });
-    expect(e.evaluate({ a: { user: 'x' }, b: 3 })).toEqual({ ok: true, value: true });
+    expect(e.evaluate({ a: { user: 'x' }, b: 3 })).toMatchObject({ ok: true, value: true });
     expect(e.resultType).toBe('bool');
   });
 

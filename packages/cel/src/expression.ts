@@ -1,7 +1,8 @@
 import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { CostEstimator, largestSize, shapeOf, unknownShape, type Shape } from './cost';
-import { inferType, selectsField, TypeCheckProblem, typeName, undeclared, type CelDeclaredType } from './checks';
+import { inferType, referencesVariable, selectsField, TypeCheckProblem, typeName, undeclared, type CelDeclaredType } from './checks';
+import { kubernetesLibrary } from './library';
 
 /**
  * Compiling and evaluating one CEL expression (`@bufbuild/cel`, with the
@@ -48,6 +49,19 @@ export class CelEvaluationError extends Error {
 
 export type CelOutcome = { ok: true; value: unknown } | { ok: false; error: CelEvaluationError };
 
+/** An outcome with the cost charged for it (the bound it was admitted with; 0 when refused), for budgets spanning several expressions. */
+export interface CelCostedOutcome {
+  outcome: CelOutcome;
+  cost: number;
+}
+
+export interface EvaluateOptions {
+  /** The budget of this evaluation, when less than the expression's own (what is left of a request's budget). */
+  costBudget?: number;
+  /** Conversions and measurements shared by the expressions of one request. */
+  cache?: CelInputCache;
+}
+
 export interface CompileOptions {
   /** The configuration field the expression comes from; every compile error names it. */
   field: string;
@@ -65,21 +79,93 @@ export interface CompiledExpression {
   /** The inferred type of the result (`dyn` where it depends on the input). */
   readonly resultType: CelDeclaredType;
   /** Evaluates with the variables bound to `values` (JSON-like data); refused when its cost bound exceeds the budget. */
-  evaluate(values: Readonly<Record<string, unknown>>): CelOutcome;
+  evaluate(values: Readonly<Record<string, unknown>>, options?: EvaluateOptions): CelOutcome;
+  /** As evaluate, with the cost charged. */
+  evaluateWithCost(values: Readonly<Record<string, unknown>>, options?: EvaluateOptions): CelCostedOutcome;
   /** Whether the expression selects `<variable>.<field>` anywhere (how the original detects `claims.email`). */
   selects(variable: string, field: string): boolean;
+  /** Whether the expression reads the variable at all (a transition rule reads `oldSelf`). */
+  references(variable: string): boolean;
   /** The cost bound of an evaluation with these values. */
-  estimateCost(values: Readonly<Record<string, unknown>>): number;
+  estimateCost(values: Readonly<Record<string, unknown>>, cache?: CelInputCache): number;
+  /**
+   * The worst-case cost over every input of the given shapes (sizes from the
+   * declared bounds of a schema); `unknownSize` bounds what no shape describes.
+   */
+  worstCaseCost(shapes: Readonly<Record<string, Shape>>, unknownSize: number): number;
 }
 
-/** The JSON value as a CEL input: objects become maps, arrays lists, integers ints and other numbers doubles. */
-export function toCel(value: unknown): CelInput {
+/**
+ * The JSON value as a CEL input, following the declared type where there is
+ * one: objects become maps (a declared object keeps only its declared
+ * fields), arrays lists, numbers ints where the type says int (or says
+ * nothing and the number is integral) and doubles where it says double.
+ */
+export function toCel(value: unknown, type: CelDeclaredType = 'dyn', cache?: CelInputCache): CelInput {
   if (value === null || value === undefined) return null;
-  if (Array.isArray(value)) return value.map(toCel);
-  if (typeof value === 'object') return new Map(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, toCel(v)]));
-  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
+  if (typeof value === 'object' && typeof type === 'object' && cache) return cache.converted(value, type, () => convert(value, type, cache));
+  return convert(value, type, cache);
+}
+
+function convert(value: unknown, type: CelDeclaredType, cache: CelInputCache | undefined): CelInput {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) {
+    const item = typeof type === 'object' && 'list' in type ? type.list : 'dyn';
+    return value.map((v) => toCel(v, item, cache));
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (typeof type === 'object' && 'object' in type) {
+      const out = new Map<string, CelInput>();
+      for (const [k, v] of entries) {
+        const field = type.object[k];
+        if (field !== undefined && v !== undefined) out.set(k, toCel(v, field, cache));
+      }
+      return out;
+    }
+    const valueType = typeof type === 'object' && 'map' in type ? type.map : 'dyn';
+    return new Map(entries.map(([k, v]) => [k, toCel(v, valueType, cache)]));
+  }
+  if (typeof value === 'number') {
+    if (type === 'double') return value;
+    return Number.isSafeInteger(value) ? BigInt(value) : value;
+  }
   if (typeof value === 'string' || typeof value === 'boolean') return value;
   return String(value);
+}
+
+/**
+ * What the expressions of one request share: each input object is converted
+ * to CEL, and measured for the cost bound, once however many expressions
+ * read it. Lives as long as the request; holds its objects weakly.
+ */
+export class CelInputCache {
+  private readonly conversions = new WeakMap<object, Map<CelDeclaredType, CelInput>>();
+  private readonly shapes = new WeakMap<object, Shape>();
+
+  converted(value: object, type: CelDeclaredType, make: () => CelInput): CelInput {
+    let byType = this.conversions.get(value);
+    if (!byType) {
+      byType = new Map();
+      this.conversions.set(value, byType);
+    }
+    let input = byType.get(type);
+    if (input === undefined) {
+      input = make();
+      byType.set(type, input);
+    }
+    return input;
+  }
+
+  shape(value: unknown): Shape {
+    if (typeof value !== 'object' || value === null) return shapeOf(value);
+    let shape = this.shapes.get(value);
+    if (!shape) {
+      shape = shapeOf(value);
+      this.shapes.set(value, shape);
+    }
+    return shape;
+  }
 }
 
 /** A CEL result as plain JSON-like data (lists as arrays, maps as objects, ints as numbers). */
@@ -90,7 +176,7 @@ export function fromCel(value: CelValue): unknown {
   return value;
 }
 
-const env = celEnv({ funcs: strings });
+const env = celEnv({ funcs: [...strings, ...kubernetesLibrary] });
 
 function accepts(wanted: CelDeclaredType, actual: CelDeclaredType): boolean {
   return wanted === 'dyn' || actual === 'dyn' || typeName(wanted) === typeName(actual);
@@ -137,19 +223,8 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
   } catch (err) {
     throw new CelCompileError(field, `Invalid value: compilation failed: ${(err as Error).message}`);
   }
-  // The shape of the inputs, once per input object (one request's data is shared by all its expressions).
-  const shapes = new WeakMap<object, Shape>();
-  const shapeOfInput = (value: unknown): Shape => {
-    if (typeof value !== 'object' || value === null) return shapeOf(value);
-    let shape = shapes.get(value);
-    if (!shape) {
-      shape = shapeOf(value);
-      shapes.set(value, shape);
-    }
-    return shape;
-  };
-  const estimateCost = (values: Readonly<Record<string, unknown>>): number => {
-    const scope = new Map(names.map((n) => [n, shapeOfInput(values[n])]));
+  const estimateCost = (values: Readonly<Record<string, unknown>>, cache = new CelInputCache()): number => {
+    const scope = new Map(names.map((n) => [n, cache.shape(values[n])]));
     const largest = Math.max(1, ...names.map((n) => largestSize(values[n])));
     return new CostEstimator(unknownShape(largest)).estimate(expr, scope).cost;
   };
@@ -158,19 +233,29 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
     resultType,
     estimateCost,
     selects: (variable, name) => selectsField(expr, variable, name),
-    evaluate(values) {
-      const cost = estimateCost(values);
-      if (cost > budget) return { ok: false, error: new CelEvaluationError('CostExceeded', `operation cancelled: actual cost limit exceeded (bound ${cost} > budget ${budget})`) };
+    references: (variable) => referencesVariable(expr, variable),
+    worstCaseCost(shapes, unknownSize) {
+      const scope = new Map(names.map((n) => [n, shapes[n] ?? unknownShape(unknownSize)]));
+      return new CostEstimator(unknownShape(unknownSize)).estimate(expr, scope).cost;
+    },
+    evaluate(values, evaluation) {
+      return this.evaluateWithCost(values, evaluation).outcome;
+    },
+    evaluateWithCost(values, evaluation = {}) {
+      const cache = evaluation.cache ?? new CelInputCache();
+      const limit = Math.min(budget, evaluation.costBudget ?? budget);
+      const cost = estimateCost(values, cache);
+      if (cost > limit) return { cost: 0, outcome: { ok: false, error: new CelEvaluationError('CostExceeded', `operation cancelled: actual cost limit exceeded (bound ${cost} > budget ${limit})`) } };
       const ctx: Record<string, CelInput> = {};
-      for (const n of names) ctx[n] = toCel(values[n]);
+      for (const n of names) ctx[n] = toCel(values[n], options.variables[n], cache);
       let result: CelValue;
       try {
         result = run(ctx);
       } catch (err) {
-        return { ok: false, error: new CelEvaluationError('Runtime', (err as Error).message) };
+        return { cost, outcome: { ok: false, error: new CelEvaluationError('Runtime', (err as Error).message) } };
       }
-      if (isCelError(result)) return { ok: false, error: new CelEvaluationError('Runtime', result.message) };
-      return { ok: true, value: fromCel(result) };
+      if (isCelError(result)) return { cost, outcome: { ok: false, error: new CelEvaluationError('Runtime', result.message) } };
+      return { cost, outcome: { ok: true, value: fromCel(result) } };
     },
   };
 }

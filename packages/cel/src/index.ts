@@ -10,11 +10,16 @@ export {
   fromCel,
   CelCompileError,
   CelEvaluationError,
+  CelInputCache,
   COST_BUDGET,
   MAX_EXPRESSION_LENGTH,
   type CompileOptions,
   type CompiledExpression,
   type CelOutcome,
+  type CelCostedOutcome,
   type CelEvaluationFailure,
+  type EvaluateOptions,
 } from './expression';
+export { unknownShape, type Shape } from './cost';
+export { kubernetesLibrary } from './library';
 export type { CelDeclaredType } from './checks';

@@ -2,6 +2,7 @@ import type { ApiObject, StatusCause } from '@svc/apimachinery';
 import { dns1035LabelErrors, dnsSubdomainErrors, duplicate, forbidden, invalid, notSupported, required } from './field-errors';
 import { asList, asRecord, asString, isRecord, type Fields } from './object-access';
 import { defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
+import { compileValidationRules, hasValidationRules } from './validation-rules';
 
 /**
  * The original server's validation of a CustomResourceDefinition (v1):
@@ -132,6 +133,7 @@ function validateVersionSchema(version: Fields, path: string): StatusCause[] {
   const normalized = normalizeExtensions(raw);
   const causes = structuralSchemaErrors(normalized, field);
   if (causes.length === 0 && isRecord(normalized)) causes.push(...defaultErrors(schemaFromStructural(normalized), field));
+  if (causes.length === 0 && isRecord(normalized) && hasValidationRules(normalized)) causes.push(...compileValidationRules(normalized, field).causes);
   return causes;
 }
 

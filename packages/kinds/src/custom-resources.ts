@@ -7,6 +7,7 @@ import { asList, asRecord, asString, isRecord, type Fields } from './object-acce
 import { applySchemaDefaults, validateValue } from './schema-values';
 import { keepStatus } from './status';
 import { normalizeExtensions, schemaFromStructural } from './structural-schema';
+import { compileValidationRules, hasValidationRules, type RuleValidator } from './validation-rules';
 
 /**
  * The registry entries a CustomResourceDefinition stands for: one per served
@@ -85,7 +86,16 @@ function validateCustomObject(obj: ApiObject, schema: Schema): StatusCause[] {
   return causes;
 }
 
-export function customResourceStrategy(schema: Schema, statusSubresource: boolean): ResourceStrategy {
+export function customResourceStrategy(schema: Schema, statusSubresource: boolean, rules?: RuleValidator): ResourceStrategy {
+  // Rules run once the schema's own checks pass, as upstream (CEL is not given a value of the wrong type).
+  // An update is checked by validate (every rule but the transition ones) and validateUpdate (those).
+  const schemaValid = new WeakSet<ApiObject>();
+  const validate = (obj: ApiObject): StatusCause[] => {
+    const causes = validateCustomObject(obj, schema);
+    if (causes.length > 0 || !rules) return causes;
+    schemaValid.add(obj);
+    return rules.validate(obj, undefined, 'stateless');
+  };
   return {
     prepareForCreate(obj) {
       if (statusSubresource) delete obj['status'];
@@ -96,7 +106,8 @@ export function customResourceStrategy(schema: Schema, statusSubresource: boolea
       obj.metadata = { ...(obj.metadata ?? {}), generation: nextGeneration(obj, old, statusSubresource) };
     },
     applyDefaults: (obj) => fillDefaults(obj, schema),
-    validate: (obj) => validateCustomObject(obj, schema),
+    validate: (obj) => validate(obj),
+    validateUpdate: (obj, old) => (rules && schemaValid.has(obj) ? rules.validate(obj, old, 'transition') : []),
   };
 }
 
@@ -204,7 +215,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       subresources: hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] }] : [],
       schema,
       printerColumns: printerColumns(version['additionalPrinterColumns']),
-      strategy: customResourceStrategy(schema, hasStatus),
+      strategy: customResourceStrategy(schema, hasStatus, isRecord(raw) && hasValidationRules(raw) ? compileValidationRules(raw, 'openAPIV3Schema').validator : undefined),
       openApiName: `${reverseDomain(group)}.${name}.${names.kind}`,
       decoding: 'unstructured',
       strategicMergePatch: false,

@@ -62,3 +62,4 @@ export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from 
 export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';
 export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
 export { applySchemaDefaults, validateValue } from './schema-values';
+export { compileValidationRules, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, type CompiledRules, type RuleValidator } from './validation-rules';
