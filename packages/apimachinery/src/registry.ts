@@ -30,6 +30,13 @@ export interface SubresourceDefinition {
   openApiName?: string;
 }
 
+/** Where a custom resource keeps what its `/scale` subresource shows (simple JSON paths, `.spec.replicas`). */
+export interface ScaleSubresourcePaths {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
 export interface PrinterColumn {
   name: string;
   type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
@@ -110,6 +117,8 @@ export interface ResourceDefinition {
   decoding?: 'typed' | 'unstructured';
   /** PATCH with a strategic merge patch is served (default true; custom resources answer 415). */
   strategicMergePatch?: boolean;
+  /** `/scale` serves an autoscaling/v1 Scale mapped onto these paths (custom resources with `subresources.scale`). */
+  scale?: ScaleSubresourcePaths;
 }
 
 export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {

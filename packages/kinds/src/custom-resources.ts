@@ -1,10 +1,11 @@
-import type { ApiObject, PrinterColumn, ResourceDefinition, ResourceStrategy, StatusCause } from '@svc/apimachinery';
+import type { ApiObject, PrinterColumn, ResourceDefinition, ResourceStrategy, ScaleSubresourcePaths, StatusCause, SubresourceDefinition } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { crdConditionTrue } from './custom-resource-definition';
 import { nextGeneration } from './generation';
 import { asList, asRecord, asString, isRecord, type Fields } from './object-access';
 import { applySchemaDefaults, validateValue } from './schema-values';
+import { SCALE_SUBRESOURCE } from './scale';
 import { keepStatus } from './status';
 import { normalizeExtensions, schemaFromStructural } from './structural-schema';
 
@@ -71,6 +72,16 @@ function printerColumns(raw: unknown): PrinterColumn[] {
   return out;
 }
 
+/** The scale subresource's paths, when the version declares one (the definition's validation checked them). */
+function scalePaths(raw: unknown): ScaleSubresourcePaths | undefined {
+  const scale = asRecord(raw);
+  const specReplicasPath = asString(scale?.['specReplicasPath']);
+  const statusReplicasPath = asString(scale?.['statusReplicasPath']);
+  if (!scale || !specReplicasPath || !statusReplicasPath) return undefined;
+  const labelSelectorPath = asString(scale['labelSelectorPath']);
+  return { specReplicasPath, statusReplicasPath, ...(labelSelectorPath ? { labelSelectorPath } : {}) };
+}
+
 /** Everything but type meta and metadata is checked against the schema; metadata has its own generic rules. */
 function validateCustomObject(obj: ApiObject, schema: Schema): StatusCause[] {
   const { metadata: metaSchema, apiVersion: _a, kind: _k, ...fields } = schema.properties ?? {};
@@ -121,6 +132,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
     const schema = isRecord(raw) ? schemaFromStructural(raw) : schemaFromStructural({ type: 'object', 'x-svc-preserve-unknown-fields': true });
     const subresources = asRecord(version['subresources']) ?? {};
     const hasStatus = isRecord(subresources['status']);
+    const scale = scalePaths(subresources['scale']);
     out.push({
       group,
       version: name,
@@ -132,13 +144,14 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       categories: names.categories,
       namespaced,
       verbs,
-      subresources: hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] }] : [],
+      subresources: [...(hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] } satisfies SubresourceDefinition] : []), ...(scale ? [SCALE_SUBRESOURCE] : [])],
       schema,
       printerColumns: printerColumns(version['additionalPrinterColumns']),
       strategy: customResourceStrategy(schema, hasStatus),
       openApiName: `${reverseDomain(group)}.${name}.${names.kind}`,
       decoding: 'unstructured',
       strategicMergePatch: false,
+      ...(scale ? { scale } : {}),
     });
   }
   return out;

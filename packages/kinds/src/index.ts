@@ -62,3 +62,4 @@ export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from 
 export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';
 export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
 export { applySchemaDefaults, validateValue } from './schema-values';
+export { AUTOSCALING_GROUP, SCALE_SCHEMA, SCALE_SUBRESOURCE, UNSET_SPEC_REPLICAS, desiredReplicas, scaleFromObject, validateScale, withSpecReplicas, type ScaleView } from './scale';
