@@ -9,6 +9,7 @@ import { benchRbac } from '@svc/authz';
 import { benchApply } from '@svc/merge';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
+import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';
 
 /**
  * `make bench`: our figures next to the raw limits measured in the same run.
@@ -358,7 +359,23 @@ async function tokenVersusCertificate(env: Environment, admin: Client): Promise<
   return { concurrency: c, createsPerSecond: { certificate, token }, getWithFreshTokenMs: { first: stats(first), second: stats(second) }, tokenReviewMs: { fresh: stats(reviewFresh), again: stats(reviewAgain) } };
 }
 
+/** `BENCH_ONLY=crds make bench`: only the custom resource definition figures, in a fresh environment. */
+async function customResourcesOnly(): Promise<void> {
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
+  const client = new Client(env);
+  try {
+    const crds = await benchCustomResources(env, client);
+    process.stdout.write(formatCustomResourceBench(crds).join('\n') + '\n');
+    fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
+    fs.writeFileSync(path.join(__dirname, '..', 'results', 'crds.json'), JSON.stringify(crds, null, 2));
+  } finally {
+    client.close();
+    await env.stop(true);
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.env['BENCH_ONLY'] === 'crds') return customResourcesOnly();
   // RBAC, as make up runs; the service account of the token figures is bound to edit in default.
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
   const client = new Client(env);
@@ -460,6 +477,8 @@ async function main(): Promise<void> {
     results['bigLists'] = await bigLists(env, client, etcd);
 
     results['validationRules'] = await benchValidationRules((method, p, body) => client.request(method, p, body));
+    // Last: the definitions stay installed, so they would weigh on the figures after them.
+    results['customResources'] = await benchCustomResources(env, client);
     results['rbacDecision'] = benchRbac(10000);
     const applyBench = benchApply(2000);
     results['apply200FieldsMs'] = { p50: applyBench.p50Ms, p99: applyBench.p99Ms, fields: applyBench.fields };
@@ -495,6 +514,7 @@ async function main(): Promise<void> {
   }
   const w = results['watchers'] as { kiBPerWatch: number; gatewayRssMiB: { before: number; after: number }; createToEventMs: { alone: { p50: number; p99: number }; with1000IdleAndOneStalled: { p50: number; p99: number } } };
   lines.push(`1000 idle watches: gateway RSS ${w.gatewayRssMiB.before} -> ${w.gatewayRssMiB.after} MiB (${w.kiBPerWatch} KiB per watch); create -> event p99 ${fmt(w.createToEventMs.alone.p99)} ms alone, ${fmt(w.createToEventMs.with1000IdleAndOneStalled.p99)} ms beside them and a stalled watcher`);
+  lines.push(...formatCustomResourceBench(results['customResources'] as CustomResourceBench));
   const cpu = results['cpuMsPerCreate'] as Record<string, number> | undefined;
   const directCpu = results['cpuMsPerDirectCreate'] as Record<string, number> | undefined;
   if (cpu && directCpu) {

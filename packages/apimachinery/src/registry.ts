@@ -30,6 +30,13 @@ export interface SubresourceDefinition {
   openApiName?: string;
 }
 
+/** Where a custom resource keeps what its `/scale` subresource shows (simple JSON paths, `.spec.replicas`). */
+export interface ScaleSubresourcePaths {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
 export interface PrinterColumn {
   name: string;
   type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
@@ -118,6 +125,8 @@ export interface ResourceDefinition {
    * versions); unset when objects are stored as served.
    */
   storageVersioning?: StorageVersioning;
+  /** `/scale` serves an autoscaling/v1 Scale mapped onto these paths (custom resources with `subresources.scale`). */
+  scale?: ScaleSubresourcePaths;
 }
 
 /**

@@ -26,12 +26,23 @@ function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
 }
 
-export function checkAgainstSchema(value: unknown, schema: Schema | undefined): SchemaCheckResult {
+export interface SchemaCheckOptions {
+  /**
+   * Read as custom resources are (the original server's unstructured
+   * decoding): a null in a field that is not nullable and has no default is
+   * pruned, one with a default is kept for defaulting, and a null anywhere
+   * else (a list item) is kept for validation to refuse (422). Typed
+   * decoding, as for built-in kinds, reads every such null as unset.
+   */
+  unstructured?: boolean;
+}
+
+export function checkAgainstSchema(value: unknown, schema: Schema | undefined, options: SchemaCheckOptions = {}): SchemaCheckResult {
   const unknownFields: string[] = [];
   const typeErrors: StatusCause[] = [];
   const walk = (v: unknown, s: Schema | undefined, path: string): unknown => {
     if (!s || v === undefined) return v;
-    if (v === null) return s.nullable || s.type === undefined ? v : undefined;
+    if (v === null) return s.nullable || s.type === undefined || options.unstructured ? v : undefined;
     if (s['x-svc-int-or-string']) {
       if (typeof v !== 'string' && !(typeof v === 'number' && Number.isInteger(v))) {
         typeErrors.push({ reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "${typeName(v)}": ${path} must be an integer or a string` });
@@ -70,6 +81,7 @@ export function checkAgainstSchema(value: unknown, schema: Schema | undefined): 
         const out: Record<string, unknown> = {};
         for (const [k, child] of Object.entries(obj)) {
           const prop = s.properties?.[k];
+          if (options.unstructured && child === null && prunesNull(prop ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined))) continue;
           if (prop) out[k] = walk(child, prop, join(path, k));
           else if (s.additionalProperties && typeof s.additionalProperties === 'object') out[k] = walk(child, s.additionalProperties, `${path}[${k}]`);
           else if (s.additionalProperties === true || s['x-svc-preserve-unknown-fields']) out[k] = child;
@@ -81,6 +93,11 @@ export function checkAgainstSchema(value: unknown, schema: Schema | undefined): 
   };
   const pruned = walk(value, schema, '');
   return { unknownFields, typeErrors, pruned };
+}
+
+/** A null the original server drops from a custom resource: the field is not nullable and has no default. */
+function prunesNull(field: Schema | undefined): boolean {
+  return field !== undefined && !field.nullable && field.default === undefined;
 }
 
 function mismatch(path: string, expected: string, v: unknown): StatusCause {

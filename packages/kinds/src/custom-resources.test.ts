@@ -154,6 +154,37 @@ describe('custom objects', () => {
     expect((result.pruned as ApiObject)['spec']).toEqual({ size: 1, extra: { anything: { goes: 1 } }, template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { x: 1 } } });
   });
 
+  describe('nulls, read as the original server reads a custom resource', () => {
+    /** Decoding, defaulting and validation in the order a write runs them. */
+    const write = (spec: Record<string, unknown>): { spec: unknown; causes: string[] } => {
+      const decoded = checkAgainstSchema(gadget(spec), def.schema, { unstructured: true }).pruned as ApiObject;
+      def.strategy.applyDefaults?.(decoded);
+      return { spec: decoded['spec'], causes: validate(decoded).map((c) => `${c.field}: ${c.message}`) };
+    };
+
+    it('drops a null in a field that is not nullable and has no default', () => {
+      expect(write({ size: 1, code: null, labels: { a: null } })).toEqual({ spec: { size: 1, color: 'red', labels: {} }, causes: [] });
+    });
+
+    it('defaults a null in a field with a default, and keeps it in a nullable field', () => {
+      expect(write({ size: 1, color: null, note: null })).toEqual({ spec: { size: 1, color: 'red', note: null }, causes: [] });
+    });
+
+    it('refuses a null list item with 422 causes naming the item', () => {
+      expect(write({ size: 1, tags: ['a', null] }).causes).toEqual(['spec.tags[1]: Invalid value: "null": spec.tags[1] in body must be of type string: "null"']);
+    });
+
+    it('reports a required field whose null was dropped as missing', () => {
+      expect(write({ size: null }).causes).toEqual(['spec.size: Required value']);
+    });
+
+    it('leaves typed decoding (built-in kinds) reading every null as unset', () => {
+      const typed = checkAgainstSchema(gadget({ size: 1, tags: [null] }), def.schema).pruned as ApiObject;
+      expect(JSON.parse(JSON.stringify(typed['spec']))).toEqual({ size: 1, tags: [null] });
+      expect((typed['spec'] as { tags: unknown[] }).tags[0]).toBeUndefined();
+    });
+  });
+
   it('bumps metadata.generation on spec changes only; the main resource keeps the stored status', () => {
     const created = gadget({ size: 1 });
     created['status'] = { ready: true };

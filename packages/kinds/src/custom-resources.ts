@@ -1,10 +1,11 @@
-import type { ApiObject, ConversionStrategy, PrinterColumn, ResourceDefinition, ResourceStrategy, StatusCause, StorageVersioning } from '@svc/apimachinery';
+import type { ApiObject, ConversionStrategy, PrinterColumn, ResourceDefinition, ResourceStrategy, ScaleSubresourcePaths, StatusCause, StorageVersioning, SubresourceDefinition } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { crdConditionTrue } from './custom-resource-definition';
 import { nextGeneration } from './generation';
 import { asList, asRecord, asString, isRecord, type Fields } from './object-access';
 import { applySchemaDefaults, validateValue } from './schema-values';
+import { SCALE_SUBRESOURCE } from './scale';
 import { keepStatus } from './status';
 import { normalizeExtensions, schemaFromStructural } from './structural-schema';
 import { compileValidationRules, hasValidationRules, type RuleValidator } from './validation-rules';
@@ -70,6 +71,16 @@ function printerColumns(raw: unknown): PrinterColumn[] {
     out.push(column);
   }
   return out;
+}
+
+/** The scale subresource's paths, when the version declares one (the definition's validation checked them). */
+function scalePaths(raw: unknown): ScaleSubresourcePaths | undefined {
+  const scale = asRecord(raw);
+  const specReplicasPath = asString(scale?.['specReplicasPath']);
+  const statusReplicasPath = asString(scale?.['statusReplicasPath']);
+  if (!scale || !specReplicasPath || !statusReplicasPath) return undefined;
+  const labelSelectorPath = asString(scale['labelSelectorPath']);
+  return { specReplicasPath, statusReplicasPath, ...(labelSelectorPath ? { labelSelectorPath } : {}) };
 }
 
 /** Everything but type meta and metadata is checked against the schema; metadata has its own generic rules. */
@@ -198,9 +209,11 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
     const name = asString(version['name']);
     if (!name || version['served'] !== true) continue;
     const schema = versionSchema(version);
+    const raw = normalizeExtensions(asRecord(version['schema'])?.['openAPIV3Schema']);
     const warning = deprecationWarning(group, version, name, names.kind);
     const subresources = asRecord(version['subresources']) ?? {};
     const hasStatus = isRecord(subresources['status']);
+    const scale = scalePaths(subresources['scale']);
     out.push({
       group,
       version: name,
@@ -212,7 +225,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       categories: names.categories,
       namespaced,
       verbs,
-      subresources: hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] }] : [],
+      subresources: [...(hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] } satisfies SubresourceDefinition] : []), ...(scale ? [SCALE_SUBRESOURCE] : [])],
       schema,
       printerColumns: printerColumns(version['additionalPrinterColumns']),
       strategy: customResourceStrategy(schema, hasStatus, isRecord(raw) && hasValidationRules(raw) ? compileValidationRules(raw, 'openAPIV3Schema').validator : undefined),
@@ -221,6 +234,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       strategicMergePatch: false,
       ...(warning !== undefined ? { deprecationWarning: warning } : {}),
       ...(versioning ? { storageVersioning: versioning } : {}),
+      ...(scale ? { scale } : {}),
     });
   }
   return out;

@@ -182,7 +182,11 @@ export function applySchemaDefaults(value: unknown, schema: Schema, depth = 0): 
     if (sub.default !== undefined && (current === undefined || (current === null && !sub.nullable))) value[name] = JSON.parse(JSON.stringify(sub.default)) as unknown;
     if (value[name] !== undefined) applySchemaDefaults(value[name], sub, depth + 1);
   }
-  if (typeof schema.additionalProperties === 'object') {
-    for (const child of Object.values(value)) applySchemaDefaults(child, schema.additionalProperties, depth + 1);
+  const values = schema.additionalProperties;
+  if (typeof values === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      if (child === null && !values.nullable && values.default !== undefined) value[key] = JSON.parse(JSON.stringify(values.default)) as unknown;
+      applySchemaDefaults(value[key], values, depth + 1);
+    }
   }
 }

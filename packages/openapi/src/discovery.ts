@@ -112,8 +112,15 @@ export function apiGroup(registry: ResourceRegistry, group: string): ApiGroup {
   return { kind: 'APIGroup', apiVersion: 'v1', name: group, versions, preferredVersion: preferred };
 }
 
-/** `/apis`: every named group (the core group is served at `/api`). */
+/** `/apis`: every named group (the core group is served at `/api`), from one pass over the group versions. */
 export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
-  const groups = [...new Set(registry.groupVersions().map((gv) => gv.group))].filter((g) => g !== '');
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: groups.map((g) => apiGroup(registry, g)) };
+  const byGroup = new Map<string, GroupVersionForDiscovery[]>();
+  for (const gv of registry.groupVersions()) {
+    if (gv.group === '') continue;
+    const versions = byGroup.get(gv.group) ?? [];
+    versions.push({ groupVersion: groupVersion(gv), version: gv.version });
+    byGroup.set(gv.group, versions);
+  }
+  const groups = [...byGroup].map(([name, versions]): ApiGroup => ({ kind: 'APIGroup', apiVersion: 'v1', name, versions, preferredVersion: versions[0] as GroupVersionForDiscovery }));
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }

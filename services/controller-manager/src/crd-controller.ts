@@ -30,11 +30,24 @@ export interface CrdControllerOptions {
   retryMs?: number;
 }
 
+/** The built-in kinds' names by group, built once: building the built-in definitions costs milliseconds, and every reconcile asks. */
+let builtinNames: Map<string, CustomResourceNames[]> | undefined;
+
+function builtinNamesIn(group: string): CustomResourceNames[] {
+  if (!builtinNames) {
+    builtinNames = new Map();
+    for (const d of builtinResources()) {
+      const names = builtinNames.get(d.group) ?? [];
+      names.push({ plural: d.plural, singular: d.singular, kind: d.kind, listKind: d.listKind, shortNames: d.shortNames, categories: d.categories });
+      builtinNames.set(d.group, names);
+    }
+  }
+  return builtinNames.get(group) ?? [];
+}
+
 /** Names of one group in use: by built-in kinds and by the accepted names of other definitions. */
 function namesInUse(group: string, others: ApiObject[]): CustomResourceNames[] {
-  const used: CustomResourceNames[] = builtinResources()
-    .filter((d) => d.group === group)
-    .map((d) => ({ plural: d.plural, singular: d.singular, kind: d.kind, listKind: d.listKind, shortNames: d.shortNames, categories: d.categories }));
+  const used: CustomResourceNames[] = [...builtinNamesIn(group)];
   for (const other of others.filter((o) => sameGroup(o) === group)) {
     const accepted = (other['status'] as { acceptedNames?: { plural?: string } } | undefined)?.acceptedNames?.plural ? servedNames(other) : undefined;
     if (accepted) used.push(accepted);

@@ -57,6 +57,7 @@ export class CustomResourceServing {
         void this.resync();
       },
       end: () => undefined,
+      internal: true,
     };
     this.watcher = watcher;
     this.detach = this.hub.register(watcher).detach;
@@ -141,6 +142,8 @@ export class CustomResourceServing {
       if (wantedKeys.has(key) || this.owners.get(key) !== name) continue;
       this.registry.remove(def.group, def.version, def.plural);
       this.owners.delete(key);
+      const ended = this.hub.endWatchesOf(def);
+      if (ended > 0) this.log.info('watches ended: the resource is no longer served', { name, resource: key, watches: ended });
     }
     const now: ResourceDefinition[] = [];
     for (const def of wanted) {

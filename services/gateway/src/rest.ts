@@ -129,7 +129,7 @@ export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
 
 /** Schema check: type errors are 400; unknown fields by the fieldValidation level; the result is pruned. */
 export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObject {
-  const result = checkAgainstSchema(obj, ctx.def.schema);
+  const result = checkAgainstSchema(obj, ctx.def.schema, { unstructured: ctx.def.decoding === 'unstructured' });
   // Custom resources are decoded unstructured: a mistyped value is the schema validation's to report (422).
   if (result.typeErrors.length > 0 && ctx.def.decoding !== 'unstructured') {
     const first = result.typeErrors[0] as StatusCause;

@@ -11,6 +11,7 @@ import { handleHealth } from './handlers/health';
 import { handleList } from './handlers/list';
 import { handlePatch } from './handlers/patch';
 import { computedHandler } from './handlers/reviews';
+import { handleScale } from './handlers/scale';
 import { handleUpdate } from './handlers/update';
 import { handleWatch } from './handlers/watch';
 import type { ResourceHandler } from './handlers/common';
@@ -83,6 +84,7 @@ export function buildRouter(deps: GatewayDeps): Handler {
     const computed = computedHandler(r);
     if (computed) return computed(req, res, r);
     if (def.virtual) throw ApiError.methodNotAllowed(`the server does not allow this method on the requested resource`);
+    if (info.subresource === 'scale' && def.scale) return handleScale(req, res, r);
     await handler(req, res, r);
   };
 }

@@ -14,9 +14,9 @@ import { queryValues } from '../context';
  * content type: JSON patch, merge patch, strategic merge patch, or
  * server-side apply (which creates the object when it is missing).
  */
-const JSON_PATCH = 'application/json-patch+json';
-const MERGE_PATCH = 'application/merge-patch+json';
-const STRATEGIC = 'application/strategic-merge-patch+json';
+export const JSON_PATCH = 'application/json-patch+json';
+export const MERGE_PATCH = 'application/merge-patch+json';
+export const STRATEGIC = 'application/strategic-merge-patch+json';
 const APPLY_YAML = 'application/apply-patch+yaml';
 const APPLY_JSON = 'application/apply-patch+json';
 

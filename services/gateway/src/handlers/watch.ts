@@ -189,7 +189,10 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     },
     expire: (reason) => finish(reason),
     end: () => finish(),
+    resource: { group: r.def.group, version: r.def.version, plural: r.def.plural },
   });
+  // The resource may have stopped being served between routing and registering.
+  if (r.deps.registry.lookup(r.def.group, r.def.version, r.def.plural) === undefined) finish();
   req.on('close', () => finish());
   res.on('close', () => finish());
 

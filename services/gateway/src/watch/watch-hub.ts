@@ -18,6 +18,16 @@ export interface HubWatcher {
   expire(reason: ApiError): void;
   /** End the watch cleanly (the server is stopping): the client watches again from its last resourceVersion. */
   end(): void;
+  /** The served resource a client's watch is of; it ends when that resource is no longer served. */
+  resource?: ServedResource;
+  /** The gateway's own watch (of the custom resource definitions): not counted against the client watch limit. */
+  internal?: boolean;
+}
+
+export interface ServedResource {
+  group: string;
+  version: string;
+  plural: string;
 }
 
 const PROGRESS = watch.EventType.EVENT_TYPE_PROGRESS;
@@ -29,6 +39,7 @@ export class WatchHub {
   private confirmedAt = 0;
   private progressTimer: NodeJS.Timeout | undefined;
   private readonly watchers = new Set<HubWatcher>();
+  private clientWatchers = 0;
   private readonly pending: watch.ChangeEvent[] = [];
   private pumping = false;
 
@@ -95,7 +106,7 @@ export class WatchHub {
   /** Ends every watch cleanly, as a stopping server does. */
   endAll(): void {
     for (const w of [...this.watchers]) w.end();
-    this.watchers.clear();
+    this.clearWatchers();
   }
 
   /** Milliseconds since the hub last knew it was current. */
@@ -112,14 +123,40 @@ export class WatchHub {
     return this.ready;
   }
 
+  /** Watches of clients (what `--max-watches` limits); the gateway's own are not counted. */
   get watcherCount(): number {
-    return this.watchers.size;
+    return this.clientWatchers;
   }
 
   /** Registers a watcher; returns the revision it is current from and a detach function. */
   register(w: HubWatcher): { from: number; detach: () => void } {
-    this.watchers.add(w);
-    return { from: this.head, detach: () => this.watchers.delete(w) };
+    if (!this.watchers.has(w)) {
+      this.watchers.add(w);
+      if (!w.internal) this.clientWatchers++;
+    }
+    return { from: this.head, detach: () => this.remove(w) };
+  }
+
+  /**
+   * Ends, cleanly, the watches of a resource that is no longer served (its
+   * custom resource definition was deleted or stopped serving the version),
+   * as the original server ends them when it tears down the resource's
+   * storage; a client that watches again gets a 404.
+   */
+  endWatchesOf(resource: ServedResource): number {
+    let ended = 0;
+    for (const w of [...this.watchers]) {
+      const r = w.resource;
+      if (!r || r.group !== resource.group || r.version !== resource.version || r.plural !== resource.plural) continue;
+      this.remove(w);
+      w.end();
+      ended++;
+    }
+    return ended;
+  }
+
+  private remove(w: HubWatcher): void {
+    if (this.watchers.delete(w) && !w.internal) this.clientWatchers--;
   }
 
   /** History from watch-fanout: events after `after` up to `until` under `prefix`. */
@@ -191,8 +228,13 @@ export class WatchHub {
     for (const w of [...this.watchers]) {
       if (!key.startsWith(w.prefix)) continue;
       w.expire(reason);
-      this.watchers.delete(w);
+      this.remove(w);
     }
+  }
+
+  private clearWatchers(): void {
+    this.watchers.clear();
+    this.clientWatchers = 0;
   }
 
   private dispatch(e: watch.ChangeEvent): void {
@@ -201,6 +243,6 @@ export class WatchHub {
 
   private expireAll(reason: ApiError): void {
     for (const w of [...this.watchers]) w.expire(reason);
-    this.watchers.clear();
+    this.clearWatchers();
   }
 }
