@@ -102,6 +102,15 @@ export const PATCH_MEDIA_TYPES = [
   'application/strategic-merge-patch+json',
 ];
 
+/**
+ * The patch types a kind's PATCH takes: kinds without strategic merge patch
+ * (custom resources) leave it out, as the original server does, so that
+ * kubectl's client-side apply sends them a merge patch instead.
+ */
+function patchMediaTypes(def: Pick<ResourceDefinition, 'strategicMergePatch'>): string[] {
+  return def.strategicMergePatch === false ? PATCH_MEDIA_TYPES.filter((t) => t !== 'application/strategic-merge-patch+json') : [...PATCH_MEDIA_TYPES];
+}
+
 export const OBJECT_MEDIA_TYPES = ['application/json', 'application/yaml', 'application/vnd.svc.protobuf'];
 export const WATCH_MEDIA_TYPES = ['application/json;stream=watch', 'application/vnd.svc.protobuf;stream=watch'];
 
@@ -244,7 +253,7 @@ export function kindPaths(def: ResourceDefinition, registry?: ResourceRegistry):
         description: `partially update the specified ${def.kind}`,
         action: 'patch',
         query: [...WRITE_QUERY, 'force'],
-        body: { schema: definition(metaName('Patch')), mediaTypes: [...PATCH_MEDIA_TYPES] },
+        body: { schema: definition(metaName('Patch')), mediaTypes: patchMediaTypes(def) },
         responses: [
           { code: '200', description: 'OK', schema: self },
           { code: '201', description: 'Created', schema: self },
@@ -337,7 +346,7 @@ export function kindPaths(def: ResourceDefinition, registry?: ResourceRegistry):
           action: 'patch',
           query: [...WRITE_QUERY, 'force'],
           gvk: subGvk,
-          body: { schema: definition(metaName('Patch')), mediaTypes: [...PATCH_MEDIA_TYPES] },
+          body: { schema: definition(metaName('Patch')), mediaTypes: patchMediaTypes(def) },
           responses: [
             { code: '200', description: 'OK', schema: subSchema },
             { code: '201', description: 'Created', schema: subSchema },

@@ -82,6 +82,14 @@ describe('custom resources end to end', () => {
     const got = JSON.parse((await kubectl(['get', 'gd', 'g1', '-o', 'json'])).stdout) as { spec: unknown; metadata: { generation: number } };
     expect(got.spec).toEqual({ model: 'turbo', count: 1 });
     expect(got.metadata.generation).toBe(1);
+    // Applying a changed manifest again: kubectl sends a merge patch (the published PATCH takes no
+    // strategic merge patch for custom resources), and the change lands.
+    const reapplied = await kubectl(['apply', '-f', '-', '-v=6'], 'apiVersion: tools.example.org/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n  model: mega\n');
+    expect([reapplied.code, reapplied.stdout.trim()]).toEqual([0, 'gadget.tools.example.org/g1 configured']);
+    expect(reapplied.stderr).toMatch(/PATCH https:\/\/\S+\/gadgets\/g1\S* 200 OK/);
+    const changed = JSON.parse((await kubectl(['get', 'gd', 'g1', '-o', 'json'])).stdout) as { spec: unknown; metadata: { generation: number } };
+    expect(changed.spec).toEqual({ model: 'mega', count: 1 });
+    expect(changed.metadata.generation).toBe(2);
     const resources = await kubectl(['api-resources', '--api-group=tools.example.org', '--no-headers']);
     expect(resources.stdout).toMatch(/^gadgets\s+gd\s+tools\.example\.org\/v1\s+false\s+Gadget$/m);
     const crds = await kubectl(['get', 'crds']);
