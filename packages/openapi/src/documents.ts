@@ -75,11 +75,6 @@ export function openApiV3GroupVersion(registry: ResourceRegistry, group: string,
   };
 }
 
-/** Content hash of a document, as the `hash` query parameter of its URL (uppercase hex SHA-512). */
-export function documentHash(document: JsonObject): string {
-  return createHash('sha512').update(JSON.stringify(document)).digest('hex').toUpperCase();
-}
-
 /**
  * The `/openapi/v3` index: one entry per served group version with the URL
  * of its document, whose `hash` lets clients cache it.
@@ -99,8 +94,13 @@ export function openApiV3Discovery(registry: ResourceRegistry, hashOf: (group: s
  */
 export class OpenApiDocuments {
   private v2Cache: JsonObject | undefined;
+  private v2JsonCache: Buffer | undefined;
   private v2ProtobufCache: Buffer | undefined;
   private readonly v3Cache = new Map<string, { document: JsonObject; hash: string }>();
+  private readonly v3Hashes = new Map<string, string>();
+  /** A digest of each registry entry's content, kept while the entry is (entries are replaced, not changed). */
+  private readonly entryDigests = new WeakMap<ResourceDefinition, string>();
+  private groupVersionsDigest: string | undefined;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -113,6 +113,12 @@ export class OpenApiDocuments {
   v2(): JsonObject {
     this.v2Cache ??= openApiV2(this.registry, this.options);
     return this.v2Cache;
+  }
+
+  /** The v2 document as JSON bytes, serialized once per registry state (it is large with many kinds). */
+  v2Json(): Buffer {
+    this.v2JsonCache ??= Buffer.from(JSON.stringify(this.v2()));
+    return this.v2JsonCache;
   }
 
   /** The v2 document as an `openapi.v2.Document` message (kubectl's client-side validation reads it). */
@@ -128,20 +134,54 @@ export class OpenApiDocuments {
     let entry = this.v3Cache.get(key);
     if (!entry) {
       const document = openApiV3GroupVersion(this.registry, group, version, this.options);
-      entry = { document, hash: documentHash(document) };
+      entry = { document, hash: this.v3Hash(group, version) };
       this.v3Cache.set(key, entry);
     }
     return entry;
   }
 
+  /**
+   * The hash of a group version's document without building it: a digest of
+   * everything the document is made from (the group version's entries, the
+   * served group versions the meta definitions name, the options). It is
+   * the same on every replica with the same kinds, and changes whenever the
+   * document does, which is all a client's cache needs; building every
+   * document for the index after each change cost seconds with a thousand
+   * custom resource definitions.
+   */
+  v3Hash(group: string, version: string): string {
+    const key = openApiV3Key(group, version);
+    let hash = this.v3Hashes.get(key);
+    if (hash === undefined) {
+      this.groupVersionsDigest ??= createHash('sha512').update(JSON.stringify([this.options, this.registry.groupVersions()])).digest('hex');
+      const h = createHash('sha512').update(this.groupVersionsDigest);
+      for (const def of this.registry.resourcesIn(group, version)) h.update(this.entryDigest(def));
+      hash = h.digest('hex').toUpperCase();
+      this.v3Hashes.set(key, hash);
+    }
+    return hash;
+  }
+
   v3Discovery(): JsonObject {
-    return openApiV3Discovery(this.registry, (group, version) => this.v3(group, version)?.hash ?? '');
+    return openApiV3Discovery(this.registry, (group, version) => this.v3Hash(group, version));
+  }
+
+  private entryDigest(def: ResourceDefinition): string {
+    let digest = this.entryDigests.get(def);
+    if (digest === undefined) {
+      digest = createHash('sha512').update(JSON.stringify(def)).digest('hex');
+      this.entryDigests.set(def, digest);
+    }
+    return digest;
   }
 
   invalidate(): void {
     this.v2Cache = undefined;
+    this.v2JsonCache = undefined;
     this.v2ProtobufCache = undefined;
     this.v3Cache.clear();
+    this.v3Hashes.clear();
+    this.groupVersionsDigest = undefined;
   }
 
   /** Stops following registry changes. */

@@ -5,7 +5,7 @@
  * extensions are published under their `x-svc-*` names and their upstream
  * `x-kubernetes-*` names, so unchanged clients explain, validate and merge.
  */
-export { OpenApiDocuments, documentHash, openApiV2, openApiV3Discovery, openApiV3GroupVersion } from './documents';
+export { OpenApiDocuments, openApiV2, openApiV3Discovery, openApiV3GroupVersion } from './documents';
 export type { DocumentOptions } from './documents';
 export { apiGroup, apiGroupList, apiResourceList, apiVersions, storageVersionHash } from './discovery';
 export type { ApiGroup, ApiGroupList, ApiResource, ApiResourceList, ApiVersions, GroupVersionForDiscovery, ServerAddressByClientCidr } from './discovery';

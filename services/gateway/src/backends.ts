@@ -60,6 +60,8 @@ export interface GatewayLimits {
 /** Builders of documents served from the registry; absent ones answer 404. */
 export interface GatewayDocuments {
   openApiV2?(registry: ResourceRegistry): unknown;
+  /** The v2 document already serialized as JSON (it is large; serializing it per request is slow). */
+  openApiV2Json?(registry: ResourceRegistry): Buffer;
   /** The v2 document as protobuf (`openapi.v2.Document`), for clients that ask for it. */
   openApiV2Protobuf?(registry: ResourceRegistry): Buffer;
   openApiV3Index?(registry: ResourceRegistry): unknown;

@@ -27,6 +27,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     protobuf: new ProtobufObjectCodec(),
     documents: {
       openApiV2: () => openapi.v2(),
+      openApiV2Json: () => openapi.v2Json(),
       openApiV2Protobuf: () => openapi.v2Protobuf(),
       openApiV3Index: () => openapi.v3Discovery(),
       openApiV3GroupVersion: (_registry, group, version) => openapi.v3(group, version)?.document,

@@ -40,7 +40,7 @@ export function writeError(req: Request, res: Response, err: unknown): void {
   res.status(apiError.code).type('application/json').send(JSON.stringify(apiError.toStatus()));
 }
 
-function pretty(req: Request): boolean {
+export function pretty(req: Request): boolean {
   return parseBoolParam(queryValues(req, 'pretty'));
 }
 

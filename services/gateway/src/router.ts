@@ -15,7 +15,7 @@ import { handleScale } from './handlers/scale';
 import { handleUpdate } from './handlers/update';
 import { handleWatch } from './handlers/watch';
 import type { ResourceHandler } from './handlers/common';
-import { writeBody } from './responses';
+import { pretty, writeBody } from './responses';
 
 /**
  * Dispatch after the filters: resource requests by verb to one handler file
@@ -112,6 +112,11 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
         // Go's media-type parser refuses the '@' of the older spelling, so the answer names the dotted one.
         res.status(200).setHeader('Content-Type', OPENAPI_V2_PROTOBUF_ALT);
         res.end(docs.openApiV2Protobuf(reg));
+        return;
+      }
+      if (docs.openApiV2Json && !pretty(req)) {
+        res.status(200).setHeader('Content-Type', 'application/json');
+        res.end(docs.openApiV2Json(reg));
         return;
       }
       return writeBody(req, res, 200, docs.openApiV2(reg), JSON_OUT);
