@@ -1,3 +1,4 @@
+import { RE2JS } from '@bufbuild/re2';
 import type { StatusCause } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { isRecord } from './object-access';
@@ -43,15 +44,20 @@ const INT_RANGES: Record<string, [number, number]> = {
   int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
 
-/** Memo of compiled patterns; bounded, since schemas come from the API. */
-const patterns = new Map<string, RegExp | null>();
+/**
+ * Memo of compiled patterns; bounded, since schemas come from the API.
+ * Patterns run on RE2 (linear in the input, as the original server's Go
+ * regular expressions): a definition's author could otherwise stall the
+ * gateway with a backtracking pattern such as `(a+)+$`.
+ */
+const patterns = new Map<string, RE2JS | null>();
 const MAX_PATTERNS = 1000;
 
-function compiled(pattern: string): RegExp | null {
+export function compilePattern(pattern: string): RE2JS | null {
   let re = patterns.get(pattern);
   if (re === undefined) {
     try {
-      re = new RegExp(pattern, 'u');
+      re = RE2JS.compile(pattern);
     } catch {
       re = null;
     }
@@ -158,7 +164,7 @@ function checkString(v: string, s: Schema, path: string, causes: StatusCause[]):
   if (s.maxLength !== undefined && length > s.maxLength) causes.push({ reason: 'FieldValueTooLong', field: path, message: `Too long: may not be longer than ${s.maxLength}` });
   if (s.minLength !== undefined && length < s.minLength) causes.push(invalid(path, v, `${path} in body should be at least ${s.minLength} chars long`));
   if (s.pattern !== undefined) {
-    const re = compiled(s.pattern);
+    const re = compilePattern(s.pattern);
     if (re && !re.test(v)) causes.push(invalid(path, v, `${path} in body should match '${s.pattern}'`));
   }
   const format = s.format ? STRING_FORMATS[s.format] : undefined;

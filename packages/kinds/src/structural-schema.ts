@@ -3,7 +3,7 @@ import type { Schema, SchemaType } from '@svc/merge';
 import { forbidden, invalid, notSupported, required } from './field-errors';
 import { asList, asRecord, isRecord, type Fields } from './object-access';
 import { OBJECT_META_SCHEMA, TYPE_META_PROPERTIES } from './object-meta';
-import { validateValue } from './schema-values';
+import { compilePattern, validateValue } from './schema-values';
 
 /**
  * The `openAPIV3Schema` of a custom resource definition's version: the
@@ -109,12 +109,8 @@ function checkNode(node: Fields, path: string, depth: number, causes: StatusCaus
     if (additional === false) causes.push(forbidden(`${path}.additionalProperties`, 'additionalProperties cannot be set to false'));
     if (type !== undefined && type !== 'object') causes.push(forbidden(`${path}.additionalProperties`, 'must only be used with type object'));
   }
-  if (typeof node['pattern'] === 'string') {
-    try {
-      new RegExp(node['pattern'], 'u');
-    } catch {
-      causes.push(invalid(`${path}.pattern`, node['pattern'], 'must be a valid regular expression'));
-    }
+  if (typeof node['pattern'] === 'string' && compilePattern(node['pattern']) === null) {
+    causes.push(invalid(`${path}.pattern`, node['pattern'], 'must be a valid regular expression (RE2 syntax)'));
   }
   const properties = node['properties'];
   if (properties !== undefined) {
