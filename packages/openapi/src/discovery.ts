@@ -124,3 +124,47 @@ export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
   const groups = [...byGroup].map(([name, versions]): ApiGroup => ({ kind: 'APIGroup', apiVersion: 'v1', name, versions, preferredVersion: versions[0] as GroupVersionForDiscovery }));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
+
+/**
+ * Groups named after the vendor in the original API (`rbac.authorization.k8s.io`) are ours under
+ * `svc.io`. Manifests written for the original (RBAC objects of a chart, CustomResourceDefinitions
+ * from a generator) name the original group, and kubectl maps a manifest's apiVersion through
+ * discovery before it sends anything; so discovery also lists each of our `*.svc.io` groups under
+ * its upstream name, after all of ours (clients prefer the groups listed first, so a resource
+ * named without a group resolves to ours). Requests through an upstream name are served as ours,
+ * and answers name the group the client used.
+ */
+const OUR_GROUP_SUFFIX = '.svc.io';
+const UPSTREAM_GROUP_SUFFIX = '.k8s.io';
+
+/** The upstream name of one of our groups, or undefined for groups without one. */
+export function upstreamGroupName(group: string): string | undefined {
+  return group.endsWith(OUR_GROUP_SUFFIX) ? `${group.slice(0, -OUR_GROUP_SUFFIX.length)}${UPSTREAM_GROUP_SUFFIX}` : undefined;
+}
+
+function renamedGroup(group: ApiGroup, name: string): ApiGroup {
+  const rename = (v: GroupVersionForDiscovery): GroupVersionForDiscovery => ({ groupVersion: `${name}/${v.version}`, version: v.version });
+  return { ...group, name, versions: group.versions.map(rename), preferredVersion: rename(group.preferredVersion) };
+}
+
+/** `/apis` with every `*.svc.io` group listed a second time under its upstream name, last. */
+export function withUpstreamGroupNames(list: ApiGroupList): ApiGroupList {
+  const aliases: ApiGroup[] = [];
+  for (const group of list.groups) {
+    const upstream = upstreamGroupName(group.name);
+    if (upstream) aliases.push(renamedGroup(group, upstream));
+  }
+  return { ...list, groups: [...list.groups, ...aliases] };
+}
+
+/** A group's document, or a group version's resource list, under the name the client asked for. */
+export function asRequestedGroup(group: ApiGroup, requested: string): ApiGroup;
+export function asRequestedGroup(list: ApiResourceList, requested: string): ApiResourceList;
+export function asRequestedGroup(doc: ApiGroup | ApiResourceList, requested: string): ApiGroup | ApiResourceList {
+  if (doc.kind === 'APIGroup') return doc.name === requested ? doc : renamedGroup(doc, requested);
+  const version = doc.groupVersion.slice(doc.groupVersion.indexOf('/') + 1);
+  if (doc.groupVersion === `${requested}/${version}`) return doc;
+  // Short names and categories stay with our name, so `kubectl get crd` or `get all` resolve once, without warnings.
+  const resources = doc.resources.map(({ shortNames: _s, categories: _c, ...r }) => r);
+  return { ...doc, groupVersion: `${requested}/${version}`, resources };
+}

@@ -1,6 +1,6 @@
 import { ResourceRegistry, STANDARD_VERBS, isJsonObject, type JsonObject, type JsonValue, type ResourceDefinition } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
-import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, upstreamGroupName, withUpstreamGroupNames } from './discovery';
 import { OpenApiDocuments, openApiV2, openApiV3Discovery, openApiV3GroupVersion } from './documents';
 
 function builtins(): ResourceRegistry {
@@ -302,6 +302,23 @@ describe('discovery documents', () => {
     expect(byName.get('pods/status')).toEqual({ name: 'pods/status', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get', 'patch', 'update'] });
     expect(byName.get('namespaces/finalize')).toMatchObject({ namespaced: false, verbs: ['update'] });
     expect(byName.get('configmaps')?.storageVersionHash).toMatch(/^[A-Za-z0-9+/]{11}=$/);
+  });
+
+  it('lists our svc.io groups a second time under their upstream names, after ours, without short names or categories', () => {
+    const list = withUpstreamGroupNames(apiGroupList(registry));
+    const names = list.groups.map((g) => g.name);
+    expect(names.slice(0, apiGroupList(registry).groups.length)).toEqual(apiGroupList(registry).groups.map((g) => g.name));
+    expect(names).toEqual(expect.arrayContaining(['rbac.authorization.k8s.io', 'apiextensions.k8s.io', 'coordination.k8s.io']));
+    const alias = list.groups.find((g) => g.name === 'rbac.authorization.k8s.io');
+    expect(alias?.preferredVersion).toEqual({ groupVersion: 'rbac.authorization.k8s.io/v1', version: 'v1' });
+    expect(upstreamGroupName('example.com')).toBeUndefined();
+    const roles = asRequestedGroup(apiResourceList(registry, 'apiextensions.svc.io', 'v1'), 'apiextensions.k8s.io');
+    expect(roles.groupVersion).toBe('apiextensions.k8s.io/v1');
+    const crds = roles.resources.find((r) => r.name === 'customresourcedefinitions');
+    expect(crds).toBeDefined();
+    expect(crds?.shortNames).toBeUndefined();
+    expect(apiResourceList(registry, 'apiextensions.svc.io', 'v1').resources.find((r) => r.name === 'customresourcedefinitions')?.shortNames).toEqual(['crd', 'crds']);
+    expect(asRequestedGroup(apiGroup(registry, 'rbac.authorization.svc.io'), 'rbac.authorization.k8s.io').versions).toEqual([{ groupVersion: 'rbac.authorization.k8s.io/v1', version: 'v1' }]);
   });
 
   it('lists named groups and the core versions', () => {

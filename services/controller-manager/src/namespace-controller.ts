@@ -10,7 +10,7 @@ interface ApiResourceList {
 }
 
 interface ApiGroupList {
-  groups?: Array<{ preferredVersion?: { groupVersion: string } }>;
+  groups?: Array<{ name: string; preferredVersion?: { groupVersion: string } }>;
 }
 
 interface NamespacedResource {
@@ -194,7 +194,10 @@ export class NamespaceController {
   private async namespacedResources(): Promise<NamespacedResource[]> {
     const lists: Array<{ base: string; group: string; list: ApiResourceList }> = [{ base: '/api/v1', group: '', list: await this.client.request<ApiResourceList>('GET', '/api/v1') }];
     const groups = await this.client.request<ApiGroupList>('GET', '/apis');
-    for (const g of groups.groups ?? []) {
+    // Discovery lists our groups a second time under their upstream names; those are the same objects.
+    const names = new Set((groups.groups ?? []).map((g) => g.name));
+    const isAlias = (name: string): boolean => name.endsWith('.k8s.io') && names.has(`${name.slice(0, -'.k8s.io'.length)}.svc.io`);
+    for (const g of (groups.groups ?? []).filter((x) => !isAlias(x.name))) {
       const gv = g.preferredVersion?.groupVersion;
       if (gv) lists.push({ base: `/apis/${gv}`, group: gv.slice(0, gv.indexOf('/')), list: await this.client.request<ApiResourceList>('GET', `/apis/${gv}`) });
     }

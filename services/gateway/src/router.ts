@@ -2,10 +2,11 @@ import type { Request, Response } from 'express';
 import { ApiError } from '@svc/apimachinery';
 import type { GatewayDeps } from './backends';
 import { addWarning, requestInfoFrom } from './context';
+import { canonicalGroup } from './request-info';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
-import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ALT, apiGroup, apiGroupList, apiResourceList, apiVersions } from '@svc/openapi';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ALT, apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, withUpstreamGroupNames } from '@svc/openapi';
 import { handleGet } from './handlers/get';
 import { handleHealth } from './handlers/health';
 import { handleList } from './handlers/list';
@@ -101,9 +102,11 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
     if (parts.length === 2 && second === 'v1') return writeBody(req, res, 200, apiResourceList(reg, '', 'v1'), JSON_OUT);
   }
   if (first === 'apis') {
-    if (parts.length === 1) return writeBody(req, res, 200, apiGroupList(reg), JSON_OUT);
-    if (parts.length === 2 && second && reg.hasGroup(second)) return writeBody(req, res, 200, apiGroup(reg, second), JSON_OUT);
-    if (parts.length === 3 && second && third && reg.hasGroupVersion(second, third)) return writeBody(req, res, 200, apiResourceList(reg, second, third), JSON_OUT);
+    if (parts.length === 1) return writeBody(req, res, 200, withUpstreamGroupNames(apiGroupList(reg)), JSON_OUT);
+    // A group asked for by its upstream name is ours, answered under the name asked for.
+    const group = second ? canonicalGroup(second) : undefined;
+    if (parts.length === 2 && second && group && reg.hasGroup(group)) return writeBody(req, res, 200, asRequestedGroup(apiGroup(reg, group), second), JSON_OUT);
+    if (parts.length === 3 && second && group && third && reg.hasGroupVersion(group, third)) return writeBody(req, res, 200, asRequestedGroup(apiResourceList(reg, group, third), second), JSON_OUT);
   }
   if (first === 'openapi') {
     const docs = deps.documents;

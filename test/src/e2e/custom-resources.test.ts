@@ -64,9 +64,10 @@ describe('custom resources end to end', () => {
   });
 
   test('kubectl apply of a definition and of an object of it (default client-side validation), get with printer columns, api-resources', async () => {
-    const applied = await kubectl(['apply', '-f', '-'], gadgetCrd);
+    // Written as generators write definitions for the original server (apiextensions.k8s.io/v1).
+    const applied = await kubectl(['apply', '-f', '-'], gadgetCrd.replace('apiVersion: apiextensions.svc.io/v1', 'apiVersion: apiextensions.k8s.io/v1'));
     expect([applied.code, applied.stderr]).toEqual([0, '']);
-    expect(applied.stdout.trim()).toBe('customresourcedefinition.apiextensions.svc.io/gadgets.tools.example.org created');
+    expect(applied.stdout.trim()).toBe('customresourcedefinition.apiextensions.k8s.io/gadgets.tools.example.org created');
     const waited = await kubectl(['wait', '--for=condition=Established', '--timeout=20s', 'crd/gadgets.tools.example.org']);
     expect(waited.code).toBe(0);
     await until(async () => ((await http('GET', '/apis/tools.example.org/v1/gadgets')).status === 200 ? true : undefined), 10_000);

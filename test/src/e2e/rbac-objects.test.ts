@@ -60,4 +60,19 @@ describe('RBAC objects', () => {
     expect((await adminRequest(env, 'POST', '/apis/rbac.authorization.svc.io/v1/clusterroles', JSON.stringify({ metadata: { name: 'system:custom' }, rules: [] }))).status).toBe(201);
     expect((await adminRequest(env, 'POST', '/apis/rbac.authorization.svc.io/v1/clusterroles', JSON.stringify({ metadata: { name: 'a/b' }, rules: [] }))).status).toBe(422);
   });
+
+  test('manifests written for the original server (rbac.authorization.k8s.io/v1) apply unchanged, and are stored under our group', async () => {
+    const manifest = 'apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: upstream-manifest\nrules:\n- apiGroups: [""]\n  resources: [configmaps]\n  verbs: [get]\n';
+    const applied = await kubectl(['apply', '-f', '-'], manifest);
+    expect([applied.code, applied.stderr, applied.stdout.trim()]).toEqual([0, '', 'role.rbac.authorization.k8s.io/upstream-manifest created']);
+    const changed = await kubectl(['apply', '-f', '-'], manifest.replace('verbs: [get]', 'verbs: [get, list]'));
+    expect([changed.code, changed.stdout.trim()]).toEqual([0, 'role.rbac.authorization.k8s.io/upstream-manifest configured']);
+    const stored = await adminRequest(env, 'GET', '/apis/rbac.authorization.svc.io/v1/namespaces/default/roles/upstream-manifest');
+    expect(stored.status).toBe(200);
+    expect(stored.json()).toMatchObject({ apiVersion: 'rbac.authorization.svc.io/v1', rules: [{ verbs: ['get', 'list'] }] });
+    // A resource named without a group resolves to ours, and short names do not warn about the second listing.
+    const listed = await kubectl(['get', 'roles', '-o', 'name']);
+    expect(listed.stderr).toBe('');
+    expect(listed.stdout).toContain('role.rbac.authorization.svc.io/upstream-manifest');
+  });
 });
