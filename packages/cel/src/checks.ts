@@ -21,6 +21,8 @@ export type CelDeclaredType =
   | 'bytes'
   | 'null'
   | 'type'
+  /** A Kubernetes resource quantity (only results of the library's `quantity` functions have it). */
+  | 'quantity'
   | { list: CelDeclaredType }
   | { map: CelDeclaredType }
   /** A message-like object: only these fields exist; each may be absent at run time (then selecting it is an error; `has()` tests it). */

@@ -117,7 +117,7 @@ interface Estimate {
 }
 
 /** Functions that visit their receiver and argument once and return a scalar. */
-const SCAN_FUNCTIONS = new Set(['isSorted', 'sum', 'isURL', 'contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', '_==_', '_!=_', '_<_', '_<=_', '_>_', '_>=_']);
+const SCAN_FUNCTIONS = new Set(['isSorted', 'sum', 'isURL', 'quantity', 'isQuantity', 'isInteger', 'asInteger', 'asApproximateFloat', 'sign', 'isGreaterThan', 'isLessThan', 'compareTo', 'add', 'sub', 'contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', '_==_', '_!=_', '_<_', '_<=_', '_>_', '_>=_']);
 /** Functions that visit their receiver once and return something as large. */
 const COPY_FUNCTIONS = new Set(['url', 'getScheme', 'getHost', 'getHostname', 'getPort', 'getEscapedPath', 'lowerAscii', 'upperAscii', 'trim', 'reverse', 'string', 'bytes', 'substring', 'charAt', 'quote', 'dyn']);
 

@@ -1,12 +1,15 @@
 import { celFunc, celMethod, CelScalar, isCelList, isCelMap, isCelUint, listType, mapType, type CelFunc, type CelList, type CelValue } from '@bufbuild/cel';
 import { RE2JS } from '@bufbuild/re2';
+import type { CelDeclaredType } from './checks';
+import { quantityLibrary } from './quantity';
 
 /**
  * The functions the original server adds to every CEL environment
  * (k8s.io/apiserver/pkg/cel/library) that the base library lacks: lists
  * (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regular
  * expressions (`find`, `findAll`) and URLs (`url`, `isURL`, `getScheme`,
- * `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`). The
+ * `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`) and
+ * quantities (quantity.ts). The
  * string extension (`lowerAscii`, `replace`, `split`, `join`, ...) comes
  * with the library's own `strings` extension.
  *
@@ -226,10 +229,11 @@ export const kubernetesLibrary: readonly CelFunc[] = [
   celMethod('getQuery', URL_TYPE, [], mapType(CelScalar.STRING, STRING_LIST), function (this: unknown) {
     return partsOf(this).query;
   }),
+  ...quantityLibrary,
 ];
 
 /** The names of the library's functions with a scalar result type, for the compile-time type inference. */
-export const LIBRARY_RESULT_TYPES: Readonly<Record<string, 'bool' | 'string' | 'int'>> = {
+export const LIBRARY_RESULT_TYPES: Readonly<Record<string, CelDeclaredType>> = {
   isSorted: 'bool',
   isURL: 'bool',
   find: 'string',
@@ -238,4 +242,15 @@ export const LIBRARY_RESULT_TYPES: Readonly<Record<string, 'bool' | 'string' | '
   getHostname: 'string',
   getPort: 'string',
   getEscapedPath: 'string',
+  quantity: 'quantity',
+  isQuantity: 'bool',
+  isInteger: 'bool',
+  asInteger: 'int',
+  asApproximateFloat: 'double',
+  sign: 'int',
+  isGreaterThan: 'bool',
+  isLessThan: 'bool',
+  compareTo: 'int',
+  add: 'quantity',
+  sub: 'quantity',
 };

@@ -234,6 +234,32 @@ describe('CEL validation rules: objects', () => {
   });
 });
 
+describe('CEL validation rules: quantities', () => {
+  const v = validator(
+    root({
+      type: 'object',
+      properties: { request: { type: 'string', maxLength: 32 }, limit: { type: 'string', maxLength: 32 } },
+      'x-svc-validations': [
+        { rule: 'isQuantity(self.request) && isQuantity(self.limit)', message: 'request and limit must be quantities' },
+        { rule: '!isQuantity(self.request) || !isQuantity(self.limit) || quantity(self.limit).compareTo(quantity(self.request)) >= 0', message: 'limit must not be below request', fieldPath: '.limit' },
+      ],
+    }),
+  );
+
+  test('limit >= request compares the values across suffixes', () => {
+    expect(v.validate({ spec: { request: '1G', limit: '1Gi' } })).toEqual([]);
+    expect(v.validate({ spec: { request: '1024Mi', limit: '1Gi' } })).toEqual([]);
+    expect(v.validate({ spec: { request: '1.5', limit: '1500m' } })).toEqual([]);
+    expect(v.validate({ spec: { request: '1Gi', limit: '1G' } })).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.limit', message: 'Invalid value: limit must not be below request' }]);
+    expect(v.validate({ spec: { request: '1Gi', limit: '1GB' } })).toEqual([{ reason: 'FieldValueInvalid', field: 'spec', message: 'Invalid value: request and limit must be quantities' }]);
+  });
+
+  test('a rule whose result is a quantity is refused', () => {
+    const causes = causesOf(root({ type: 'object', properties: { limit: { type: 'string' } }, 'x-svc-validations': [{ rule: 'quantity(self.limit)' }] }));
+    expect(causes[0]?.message).toMatch(/must evaluate to bool \(the expression's type is quantity\)/);
+  });
+});
+
 describe('CEL validation rules: transition rules', () => {
   const v = validator(
     root({
