@@ -82,7 +82,7 @@ export function resourceStorage(deps: GatewayDeps, def: ResourceDefinition): Obj
   return storageFor(deps.storage, def, conversionOptions(deps));
 }
 
-export function conversionOptions(deps: GatewayDeps): WebhookConverterOptions {
+export function conversionOptions(deps: Pick<GatewayDeps, 'limits'>): WebhookConverterOptions {
   return { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, timeoutMs: deps.limits.conversionWebhookTimeoutMs };
 }
 

@@ -150,6 +150,24 @@ describe('custom resource versions and conversion end to end', () => {
     ]);
   });
 
+  test('two watchers of the converted version share its conversion: one webhook call per change', async () => {
+    const rv = ((await http('GET', shapes('v1'))).json() as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const watchers = [1, 2].map(() => http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=3`));
+    await new Promise((r) => setTimeout(r, 500));
+    const callsBefore = desired.length;
+    // Written through the storage version: the webhook is called only on the way to the watchers.
+    expect((await http('POST', shapes('v1'), { apiVersion: `${GROUP}/v1`, kind: 'Shape', metadata: { name: 'oval' }, spec: { size: 2 } })).status).toBe(201);
+    expect((await http('PATCH', shapes('v1', 'oval'), { spec: { size: 4 } }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+    for (const watching of watchers) {
+      const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
+      expect(events.map((e) => [e.type, e.object['apiVersion'], e.object['metadata'].name, e.object['spec'].dimensions?.size])).toEqual([
+        ['ADDED', `${GROUP}/v2`, 'oval', 2],
+        ['MODIFIED', `${GROUP}/v2`, 'oval', 4],
+      ]);
+    }
+    expect(desired.slice(callsBefore)).toEqual([`${GROUP}/v2`, `${GROUP}/v2`]);
+  });
+
   test('patch and apply work in the request version and store in the storage version', async () => {
     const patched = await http('PATCH', shapes('v2', 'square'), { spec: { dimensions: { size: 5 } } }, { 'content-type': 'application/merge-patch+json' });
     expect(patched.status).toBe(200);
@@ -194,13 +212,16 @@ describe('custom resource versions and conversion end to end', () => {
     const rv = ((await http('GET', shapes('v2'))).json() as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
     mode = 'garbage';
     try {
-      const watching = http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=5`);
+      // Two watchers share the failed conversion: both end with its Status.
+      const watchers = [1, 2].map(() => http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=5`));
       await new Promise((r) => setTimeout(r, 500));
       // Written in the storage version: no conversion on the write, only on the way to the watcher.
       expect((await http('POST', shapes('v1'), { apiVersion: `${GROUP}/v1`, kind: 'Shape', metadata: { name: 'triangle' }, spec: { size: 3 } })).status).toBe(201);
-      const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
-      expect(events.map((e) => e.type)).toEqual(['ERROR']);
-      expect(events[0]?.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError', message: expect.stringMatching(new RegExp(`conversion webhook for ${GROUP}/v1, Kind=Shape failed`)) });
+      for (const watching of watchers) {
+        const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
+        expect(events.map((e) => e.type)).toEqual(['ERROR']);
+        expect(events[0]?.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError', message: expect.stringMatching(new RegExp(`conversion webhook for ${GROUP}/v1, Kind=Shape failed`)) });
+      }
     } finally {
       mode = 'convert';
     }
