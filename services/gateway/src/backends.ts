@@ -6,6 +6,7 @@ import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { WatchConversions } from './conversion/watch-conversion';
+import type { WebhookAgents } from './conversion/webhook-agents';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
 
@@ -35,6 +36,8 @@ export interface GatewayDeps {
   documents: GatewayDocuments;
   /** Watch events of custom resources stored in another version, converted once per served version. */
   watchConversions: WatchConversions;
+  /** Kept-alive connections to conversion webhooks, dropped with the definitions that use them. */
+  webhookAgents: WebhookAgents;
 }
 
 export interface GatewayLimits {

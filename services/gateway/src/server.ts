@@ -16,6 +16,7 @@ import type { ProtobufCodec } from './negotiation';
 import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
 import { WatchConversions } from './conversion/watch-conversion';
+import { WebhookAgents } from './conversion/webhook-agents';
 import { conversionOptions } from './rest';
 import { randomUUID } from 'node:crypto';
 
@@ -151,6 +152,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 
   const limits = { ...DEFAULT_LIMITS, ...config.limits };
+  const webhookAgents = new WebhookAgents();
+  const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(config.registry.all()));
   const deps: GatewayDeps = {
     registry: config.registry,
     storage,
@@ -165,7 +168,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     alwaysAllowPaths: config.alwaysAllowPaths ?? ['/healthz', '/livez', '/readyz'],
     proxyHeaders: config.proxyHeaders ?? { names: [], prefixes: [] },
     documents: config.documents ?? {},
-    watchConversions: new WatchConversions(conversionOptions({ limits })),
+    webhookAgents,
+    watchConversions: new WatchConversions(conversionOptions({ limits, webhookAgents })),
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
       authn: () => reachable(() => authn.authenticate({ clientCertificateChain: [], headers: {}, method: 'GET', path: '/readyz', remoteAddress: '' }, { timeoutMs: 3000 })),
@@ -272,6 +276,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       await closed;
       hub.stop();
       customResources.stop();
+      stopRetainingAgents();
+      webhookAgents.destroy();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },
