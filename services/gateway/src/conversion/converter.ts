@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type ApiObject, type ConversionWebhookConfig, type ConversionStrategy } from '@svc/apimachinery';
 import { postJson, type WebhookReply } from '@svc/service-kit';
-import { conversionReviewRequest, convertedObjectsFrom } from './conversion-review';
+import { conversionReviewRequest, convertedObjectsFrom, reviewVersionFor } from './conversion-review';
 import type { WebhookAgents } from './webhook-agents';
 
 /**
@@ -96,12 +96,12 @@ export class WebhookConverter implements ObjectConverter {
   }
 
   private async review(objects: ApiObject[], apiVersion: string): Promise<ApiObject[]> {
-    if (!this.webhook.conversionReviewVersions.includes('v1')) throw new Error('the webhook accepts no ConversionReview version this server sends (v1)');
+    const version = reviewVersionFor(this.webhook.conversionReviewVersions);
     const uid = randomUUID();
-    const body = JSON.stringify(conversionReviewRequest(uid, apiVersion, objects));
+    const body = JSON.stringify(conversionReviewRequest(uid, apiVersion, objects, version));
     const reply = await this.post(this.webhook, body, this.options.timeoutMs, this.options.maxAnswerBytes);
     if (reply.status < 200 || reply.status > 299) throw new Error(`the webhook answered HTTP ${reply.status}`);
-    return convertedObjectsFrom(reply.body, uid, objects, apiVersion);
+    return convertedObjectsFrom(reply.body, uid, objects, apiVersion, version);
   }
 }
 
