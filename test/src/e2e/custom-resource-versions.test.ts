@@ -55,6 +55,7 @@ describe('custom resource versions and conversion end to end', () => {
   let webhook: https.Server;
   let mode: Mode = 'convert';
   const desired: string[] = [];
+  let connections = 0;
   const http = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> =>
     adminRequest(env, method, p, body === undefined ? undefined : JSON.stringify(body), headers);
   const kubectl = (args: string[]) => run('kubectl', ['--kubeconfig', env.kubeconfigPath, ...args]);
@@ -90,6 +91,7 @@ describe('custom resource versions and conversion end to end', () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'ConversionReview', response: { uid: review.request.uid, result: { status: 'Success' }, convertedObjects } }));
       });
     });
+    webhook.on('connection', () => connections++);
     await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
     const crdFile = path.join(pki.dir, 'shapes.json');
     const caBundle = fs.readFileSync(path.join(pki.dir, 'ca.crt')).toString('base64');
@@ -120,6 +122,9 @@ describe('custom resource versions and conversion end to end', () => {
     expect(v1['spec']).toEqual({ size: 3, color: 'red' });
     const v2 = (await http('GET', shapes('v2', 'square'))).json();
     expect(v2).toMatchObject({ apiVersion: `${GROUP}/v2`, spec: { dimensions: { size: 3 }, color: 'red' } });
+    // Every review so far went over one kept-alive connection.
+    expect(desired.length).toBeGreaterThanOrEqual(3);
+    expect(connections).toBe(1);
   });
 
   test('reads are defaulted by the version asked for: a default stored nowhere is shown through v2', async () => {
