@@ -165,7 +165,7 @@ function validateVersions(versions: unknown): StatusCause[] {
 }
 
 /** ConversionReview versions this server sends and reads. */
-const CONVERSION_REVIEW_VERSIONS = ['v1'];
+const CONVERSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
 function validateWebhookClientConfig(config: Fields | undefined, path: string): StatusCause[] {
   if (!config) return [required(path, 'required when strategy is set to Webhook')];

@@ -156,13 +156,18 @@ describe('CustomResourceDefinition kind', () => {
     ['services are named', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { namespace: 'n' } }) }), 'spec.conversion.webhook.clientConfig.service.name', /Required/],
     ['caBundle is base64', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://h/', caBundle: 'not base64!' }) }), 'spec.conversion.webhook.clientConfig.caBundle', /base64/],
     ['review versions are given', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: [] } }), 'spec.conversion.webhook.conversionReviewVersions', /at least one version/],
-    ['review versions include v1', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v1beta1'] } }), 'spec.conversion.webhook.conversionReviewVersions', /at least one of v1/],
+    ['review versions include one we speak', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v2', 'v1alpha1'] } }), 'spec.conversion.webhook.conversionReviewVersions', /at least one of v1, v1beta1/],
     ['review versions are unique', (c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v1', 'v1'] } }), 'spec.conversion.webhook.conversionReviewVersions[1]', /Duplicate/],
   ];
 
   it('accepts conversion webhooks reached by url or by service', () => {
     expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ url: 'https://convert.example.com:8443/convert', caBundle: Buffer.from('pem').toString('base64') }) })))).toEqual([]);
     expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: hook({ service: { name: 's', namespace: 'n', path: '/convert', port: 8443 } }) })))).toEqual([]);
+  });
+
+  it('accepts webhooks speaking only ConversionReview v1beta1, or another version besides one we speak', () => {
+    expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v1beta1'] } })))).toEqual([]);
+    expect(causesOf(widgetCrd((c) => (c.spec.conversion = { strategy: 'Webhook', webhook: { ...hook(), conversionReviewVersions: ['v2', 'v1'] } })))).toEqual([]);
   });
 
   it.each(cases)('refuses: %s', (_rule, mutate, field, message) => {

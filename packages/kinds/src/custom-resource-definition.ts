@@ -96,7 +96,7 @@ const CONVERSION_WEBHOOK_SCHEMA = struct(
       },
       { description: 'How the webhook is reached.' },
     ),
-    conversionReviewVersions: atomicList(str(), 'ConversionReview versions the webhook accepts, preferred first; must include v1.'),
+    conversionReviewVersions: atomicList(str(), 'ConversionReview versions the webhook accepts, preferred first; must include v1 or v1beta1.'),
   },
   { description: 'The conversion webhook, when strategy is Webhook.', required: ['conversionReviewVersions'] },
 );

@@ -46,7 +46,12 @@ export interface WebhookReply {
   body: string;
 }
 
-export function postJson(creds: Credentials, body: string, timeoutMs: number, maxBytes: number): Promise<WebhookReply> {
+/**
+ * One POST of `body` to `creds.server`. Without `agent` it goes over a
+ * connection of its own; with one (keepAlive, made for these credentials) it
+ * reuses the agent's idle connections.
+ */
+export function postJson(creds: Credentials, body: string, timeoutMs: number, maxBytes: number, agent?: https.Agent): Promise<WebhookReply> {
   return new Promise((resolve, reject) => {
     // One deadline for the whole exchange: an idle timeout alone would let a
     // webhook that trickles its answer hold the caller indefinitely.
@@ -63,7 +68,7 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
         ...(creds.ca ? { ca: creds.ca } : {}),
         ...(creds.cert ? { cert: creds.cert } : {}),
         ...(creds.key ? { key: creds.key } : {}),
-        agent: false,
+        agent: agent ?? false,
       },
       (res) => {
         const chunks: Buffer[] = [];

@@ -5,6 +5,8 @@ import type { AuthzClient } from '@svc/authz/client';
 import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
+import type { WatchConversions } from './conversion/watch-conversion';
+import type { WebhookAgents } from './conversion/webhook-agents';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
 
@@ -32,6 +34,10 @@ export interface GatewayDeps {
   readiness: Record<string, () => Promise<void>>;
   /** Documents derived from the registry (OpenAPI), rebuilt when it changes. */
   documents: GatewayDocuments;
+  /** Watch events of custom resources stored in another version, converted once per served version. */
+  watchConversions: WatchConversions;
+  /** Kept-alive connections to conversion webhooks, dropped with the definitions that use them. */
+  webhookAgents: WebhookAgents;
 }
 
 export interface GatewayLimits {

@@ -82,8 +82,8 @@ export function resourceStorage(deps: GatewayDeps, def: ResourceDefinition): Obj
   return storageFor(deps.storage, def, conversionOptions(deps));
 }
 
-export function conversionOptions(deps: GatewayDeps): WebhookConverterOptions {
-  return { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, timeoutMs: deps.limits.conversionWebhookTimeoutMs };
+export function conversionOptions(deps: Pick<GatewayDeps, 'limits' | 'webhookAgents'>): WebhookConverterOptions {
+  return { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, timeoutMs: deps.limits.conversionWebhookTimeoutMs, agents: deps.webhookAgents };
 }
 
 export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {

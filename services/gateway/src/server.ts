@@ -15,6 +15,9 @@ import { buildHandlerChain } from './handler-chain';
 import type { ProtobufCodec } from './negotiation';
 import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
+import { WatchConversions } from './conversion/watch-conversion';
+import { WebhookAgents } from './conversion/webhook-agents';
+import { conversionOptions } from './rest';
 import { randomUUID } from 'node:crypto';
 
 export interface GatewayConfig {
@@ -148,6 +151,9 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const customResources = new CustomResourceServing(config.registry, storage, hub, log.with({ component: 'custom-resources' }));
   const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 
+  const limits = { ...DEFAULT_LIMITS, ...config.limits };
+  const webhookAgents = new WebhookAgents();
+  const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(config.registry.all()));
   const deps: GatewayDeps = {
     registry: config.registry,
     storage,
@@ -158,10 +164,12 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     hub,
     protobuf: config.protobuf,
     log,
-    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    limits,
     alwaysAllowPaths: config.alwaysAllowPaths ?? ['/healthz', '/livez', '/readyz'],
     proxyHeaders: config.proxyHeaders ?? { names: [], prefixes: [] },
     documents: config.documents ?? {},
+    webhookAgents,
+    watchConversions: new WatchConversions(conversionOptions({ limits, webhookAgents })),
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
       authn: () => reachable(() => authn.authenticate({ clientCertificateChain: [], headers: {}, method: 'GET', path: '/readyz', remoteAddress: '' }, { timeoutMs: 3000 })),
@@ -268,6 +276,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       await closed;
       hub.stop();
       customResources.stop();
+      stopRetainingAgents();
+      webhookAgents.destroy();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },

@@ -55,6 +55,7 @@ describe('custom resource versions and conversion end to end', () => {
   let webhook: https.Server;
   let mode: Mode = 'convert';
   const desired: string[] = [];
+  let connections = 0;
   const http = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> =>
     adminRequest(env, method, p, body === undefined ? undefined : JSON.stringify(body), headers);
   const kubectl = (args: string[]) => run('kubectl', ['--kubeconfig', env.kubeconfigPath, ...args]);
@@ -90,6 +91,7 @@ describe('custom resource versions and conversion end to end', () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'ConversionReview', response: { uid: review.request.uid, result: { status: 'Success' }, convertedObjects } }));
       });
     });
+    webhook.on('connection', () => connections++);
     await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
     const crdFile = path.join(pki.dir, 'shapes.json');
     const caBundle = fs.readFileSync(path.join(pki.dir, 'ca.crt')).toString('base64');
@@ -120,6 +122,9 @@ describe('custom resource versions and conversion end to end', () => {
     expect(v1['spec']).toEqual({ size: 3, color: 'red' });
     const v2 = (await http('GET', shapes('v2', 'square'))).json();
     expect(v2).toMatchObject({ apiVersion: `${GROUP}/v2`, spec: { dimensions: { size: 3 }, color: 'red' } });
+    // Every review so far went over one kept-alive connection.
+    expect(desired.length).toBeGreaterThanOrEqual(3);
+    expect(connections).toBe(1);
   });
 
   test('reads are defaulted by the version asked for: a default stored nowhere is shown through v2', async () => {
@@ -148,6 +153,24 @@ describe('custom resource versions and conversion end to end', () => {
       ['ADDED', `${GROUP}/v2`, 'circle', 7],
       ['MODIFIED', `${GROUP}/v2`, 'circle', 8],
     ]);
+  });
+
+  test('two watchers of the converted version share its conversion: one webhook call per change', async () => {
+    const rv = ((await http('GET', shapes('v1'))).json() as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const watchers = [1, 2].map(() => http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=3`));
+    await new Promise((r) => setTimeout(r, 500));
+    const callsBefore = desired.length;
+    // Written through the storage version: the webhook is called only on the way to the watchers.
+    expect((await http('POST', shapes('v1'), { apiVersion: `${GROUP}/v1`, kind: 'Shape', metadata: { name: 'oval' }, spec: { size: 2 } })).status).toBe(201);
+    expect((await http('PATCH', shapes('v1', 'oval'), { spec: { size: 4 } }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+    for (const watching of watchers) {
+      const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
+      expect(events.map((e) => [e.type, e.object['apiVersion'], e.object['metadata'].name, e.object['spec'].dimensions?.size])).toEqual([
+        ['ADDED', `${GROUP}/v2`, 'oval', 2],
+        ['MODIFIED', `${GROUP}/v2`, 'oval', 4],
+      ]);
+    }
+    expect(desired.slice(callsBefore)).toEqual([`${GROUP}/v2`, `${GROUP}/v2`]);
   });
 
   test('patch and apply work in the request version and store in the storage version', async () => {
@@ -194,13 +217,16 @@ describe('custom resource versions and conversion end to end', () => {
     const rv = ((await http('GET', shapes('v2'))).json() as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
     mode = 'garbage';
     try {
-      const watching = http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=5`);
+      // Two watchers share the failed conversion: both end with its Status.
+      const watchers = [1, 2].map(() => http('GET', `${shapes('v2')}?watch=true&resourceVersion=${rv}&timeoutSeconds=5`));
       await new Promise((r) => setTimeout(r, 500));
       // Written in the storage version: no conversion on the write, only on the way to the watcher.
       expect((await http('POST', shapes('v1'), { apiVersion: `${GROUP}/v1`, kind: 'Shape', metadata: { name: 'triangle' }, spec: { size: 3 } })).status).toBe(201);
-      const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
-      expect(events.map((e) => e.type)).toEqual(['ERROR']);
-      expect(events[0]?.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError', message: expect.stringMatching(new RegExp(`conversion webhook for ${GROUP}/v1, Kind=Shape failed`)) });
+      for (const watching of watchers) {
+        const events = (await watching).body.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Obj });
+        expect(events.map((e) => e.type)).toEqual(['ERROR']);
+        expect(events[0]?.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError', message: expect.stringMatching(new RegExp(`conversion webhook for ${GROUP}/v1, Kind=Shape failed`)) });
+      }
     } finally {
       mode = 'convert';
     }

@@ -1,5 +1,5 @@
 import type { ApiObject } from '@svc/apimachinery';
-import { CONVERSION_REVIEW_API_VERSION, ConversionReviewError, conversionReviewRequest, convertedObjectsFrom } from './conversion-review';
+import { CONVERSION_REVIEW_API_VERSION, ConversionReviewError, conversionReviewRequest, convertedObjectsFrom, reviewVersionFor } from './conversion-review';
 
 const UID = '0f9a3c52-1111-4222-8333-444455556666';
 const original: ApiObject = {
@@ -26,6 +26,27 @@ describe('ConversionReview', () => {
       kind: 'ConversionReview',
       request: { uid: UID, desiredAPIVersion: 'example.com/v2', objects: [original] },
     });
+  });
+
+  it('asks in v1beta1 when that is the version the webhook speaks', () => {
+    expect(conversionReviewRequest(UID, 'example.com/v2', [original], 'v1beta1').apiVersion).toBe('apiextensions.svc.io/v1beta1');
+  });
+
+  it('picks the first ConversionReview version a webhook lists that we speak', () => {
+    expect(reviewVersionFor(['v1beta1', 'v1'])).toBe('v1beta1');
+    expect(reviewVersionFor(['v2', 'v1', 'v1beta1'])).toBe('v1');
+    expect(() => reviewVersionFor(['v2'])).toThrow(/webhook does not accept known ConversionReview versions \(v1, v1beta1\)/);
+  });
+
+  it('checks a v1beta1 answer as upstream: its result and objects, not its kind or uid', () => {
+    const beta = (body: string): ApiObject[] => convertedObjectsFrom(body, UID, [original], 'example.com/v2', 'v1beta1');
+    for (const apiVersion of ['apiextensions.svc.io/v1beta1', 'apiextensions.k8s.io/v1beta1']) {
+      expect(beta(answer((r) => (r['apiVersion'] = apiVersion)))[0]?.apiVersion).toBe('example.com/v2');
+    }
+    expect(beta(answer((r) => delete r['response'].uid))[0]?.apiVersion).toBe('example.com/v2');
+    expect(() => beta(answer((r) => delete r['response']))).toThrow(/no response provided/);
+    expect(() => beta(answer((r) => (r['response'].result = { status: 'Failure', message: 'no' })))).toThrow(/^no$/);
+    expect(() => beta(answer((r) => (r['response'].convertedObjects[0].metadata.name = 'w2')))).toThrow(/must have the same name/);
   });
 
   it('takes the converted objects of a correct answer, also one in the upstream group', () => {

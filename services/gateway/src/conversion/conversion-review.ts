@@ -7,12 +7,24 @@ import { isJsonObject, validateAnnotations, validateLabels, type ApiObject, type
  * tested without a network.
  */
 export const CONVERSION_REVIEW_API_VERSION = 'apiextensions.svc.io/v1';
-/** Answers may name the upstream group: webhooks written for it answer in its name. */
-const ACCEPTED_REVIEW_API_VERSIONS = [CONVERSION_REVIEW_API_VERSION, 'apiextensions.k8s.io/v1'];
 
 /** A webhook's answer that cannot be used; the message says why. */
 export class ConversionReviewError extends Error {
   override readonly name = 'ConversionReviewError';
+}
+
+/** The ConversionReview versions we speak, in the order upstream lists them. */
+export const CONVERSION_REVIEW_VERSIONS = ['v1', 'v1beta1'] as const;
+export type ConversionReviewVersion = (typeof CONVERSION_REVIEW_VERSIONS)[number];
+
+/**
+ * The version a webhook is sent: the first of its `conversionReviewVersions`
+ * (most preferred first) that we speak, as upstream picks it.
+ */
+export function reviewVersionFor(accepted: readonly string[]): ConversionReviewVersion {
+  const chosen = accepted.find((v): v is ConversionReviewVersion => (CONVERSION_REVIEW_VERSIONS as readonly string[]).includes(v));
+  if (!chosen) throw new ConversionReviewError(`webhook does not accept known ConversionReview versions (${CONVERSION_REVIEW_VERSIONS.join(', ')})`);
+  return chosen;
 }
 
 export interface ConversionReviewRequest {
@@ -21,8 +33,9 @@ export interface ConversionReviewRequest {
   request: { uid: string; desiredAPIVersion: string; objects: ApiObject[] };
 }
 
-export function conversionReviewRequest(uid: string, desiredAPIVersion: string, objects: ApiObject[]): ConversionReviewRequest {
-  return { apiVersion: CONVERSION_REVIEW_API_VERSION, kind: 'ConversionReview', request: { uid, desiredAPIVersion, objects } };
+/** v1 and v1beta1 requests have the same fields; only apiVersion tells them apart. */
+export function conversionReviewRequest(uid: string, desiredAPIVersion: string, objects: ApiObject[], version: ConversionReviewVersion = 'v1'): ConversionReviewRequest {
+  return { apiVersion: `apiextensions.svc.io/${version}`, kind: 'ConversionReview', request: { uid, desiredAPIVersion, objects } };
 }
 
 function fail(message: string): never {
@@ -80,11 +93,13 @@ function checkConverted(original: ApiObject, converted: unknown, desiredAPIVersi
 
 /**
  * The converted objects of an answer, in the order of `originals`, or a
- * ConversionReviewError: the answer must be a ConversionReview (v1) whose
- * response has our uid, a Success result and one converted object per
- * object sent.
+ * ConversionReviewError. A v1 answer must be a ConversionReview v1 (our
+ * group or upstream's: webhooks written for it answer in its name) whose
+ * response has our uid; a v1beta1 answer is not checked for its kind or uid,
+ * as upstream never checked them in v1beta1. Either must have a Success
+ * result and one converted object per object sent.
  */
-export function convertedObjectsFrom(body: string, uid: string, originals: ApiObject[], desiredAPIVersion: string): ApiObject[] {
+export function convertedObjectsFrom(body: string, uid: string, originals: ApiObject[], desiredAPIVersion: string, version: ConversionReviewVersion = 'v1'): ApiObject[] {
   let review: unknown;
   try {
     review = JSON.parse(body);
@@ -92,12 +107,14 @@ export function convertedObjectsFrom(body: string, uid: string, originals: ApiOb
     fail('the answer is not a JSON ConversionReview');
   }
   if (!isJsonObject(review)) fail('the answer is not a JSON ConversionReview');
-  if (!ACCEPTED_REVIEW_API_VERSIONS.includes(review['apiVersion'] as string) || review['kind'] !== 'ConversionReview') {
-    fail(`expected webhook response of ${CONVERSION_REVIEW_API_VERSION}, Kind=ConversionReview, got ${String(review['apiVersion'])}, Kind=${String(review['kind'])}`);
+  if (version === 'v1') {
+    if (!['apiextensions.svc.io/v1', 'apiextensions.k8s.io/v1'].includes(review['apiVersion'] as string) || review['kind'] !== 'ConversionReview') {
+      fail(`expected webhook response of ${CONVERSION_REVIEW_API_VERSION}, Kind=ConversionReview, got ${String(review['apiVersion'])}, Kind=${String(review['kind'])}`);
+    }
   }
   const response = review['response'];
   if (!isJsonObject(response)) fail('no response provided');
-  if (response['uid'] !== uid) fail(`expected response.uid=${JSON.stringify(uid)}, got ${JSON.stringify(response['uid'] ?? '')}`);
+  if (version === 'v1' && response['uid'] !== uid) fail(`expected response.uid=${JSON.stringify(uid)}, got ${JSON.stringify(response['uid'] ?? '')}`);
   const result = isJsonObject(response['result']) ? response['result'] : {};
   if (result['status'] !== 'Success') {
     const message = typeof result['message'] === 'string' ? result['message'] : '';

@@ -70,8 +70,28 @@ describe('conversion webhook', () => {
 
   it('refuses a webhook that speaks no ConversionReview version we send', async () => {
     const reviews: Review[] = [];
-    const converting = new WebhookConverter({ ...webhook, conversionReviewVersions: ['v1beta1'] }, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, recordingWebhook(reviews)).convert([widget('a')], 'example.com/v2');
-    await expect(converting).rejects.toMatchObject({ code: 500, message: expect.stringMatching(/no ConversionReview version this server sends/) });
+    const converting = new WebhookConverter({ ...webhook, conversionReviewVersions: ['v2'] }, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, recordingWebhook(reviews)).convert([widget('a')], 'example.com/v2');
+    await expect(converting).rejects.toMatchObject({ code: 500, message: expect.stringMatching(/webhook does not accept known ConversionReview versions \(v1, v1beta1\)/) });
     expect(reviews).toEqual([]);
+  });
+
+  it('sends the first ConversionReview version the webhook lists that we speak, and reads the answer in it', async () => {
+    const sent: string[] = [];
+    // A v1beta1 webhook answers in the upstream group, and (as upstream never checked it in v1beta1) without our uid.
+    const v1beta1Webhook: ReviewPoster = async (_hook, body) => {
+      const review = JSON.parse(body) as Review & { apiVersion: string };
+      sent.push(review.apiVersion);
+      const convertedObjects = review.request.objects.map((o) => ({ ...o, apiVersion: review.request.desiredAPIVersion }));
+      return { status: 200, body: JSON.stringify({ apiVersion: 'apiextensions.k8s.io/v1beta1', kind: 'ConversionReview', response: { result: { status: 'Success' }, convertedObjects } }) };
+    };
+    const converter = new WebhookConverter({ ...webhook, conversionReviewVersions: ['v2', 'v1beta1', 'v1'] }, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, v1beta1Webhook);
+    expect((await converter.convert([widget('a')], 'example.com/v2'))[0]?.apiVersion).toBe('example.com/v2');
+    const onlyBeta = new WebhookConverter({ ...webhook, conversionReviewVersions: ['v1beta1'] }, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, v1beta1Webhook);
+    expect((await onlyBeta.convert([widget('b')], 'example.com/v2'))[0]?.apiVersion).toBe('example.com/v2');
+    expect(sent).toEqual(['apiextensions.svc.io/v1beta1', 'apiextensions.svc.io/v1beta1']);
+    // Listed first, v1 is what is sent, and a v1beta1 answer to it is refused.
+    const v1First = new WebhookConverter({ ...webhook, conversionReviewVersions: ['v1', 'v1beta1'] }, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, v1beta1Webhook);
+    await expect(v1First.convert([widget('c')], 'example.com/v2')).rejects.toMatchObject({ code: 500, message: expect.stringMatching(/expected webhook response of apiextensions.svc.io\/v1, Kind=ConversionReview/) });
+    expect(sent[2]).toBe('apiextensions.svc.io/v1');
   });
 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, type ApiObject, type ConversionWebhookConfig, type ConversionStrategy } from '@svc/apimachinery';
 import { postJson, type WebhookReply } from '@svc/service-kit';
-import { conversionReviewRequest, convertedObjectsFrom } from './conversion-review';
+import { conversionReviewRequest, convertedObjectsFrom, reviewVersionFor } from './conversion-review';
+import type { WebhookAgents } from './webhook-agents';
 
 /**
  * Converts objects of one kind between its versions, as a definition's
@@ -24,13 +25,17 @@ export interface WebhookConverterOptions {
   maxReviewObjects: number;
   /** Largest answer read; a larger one fails the conversion. */
   maxAnswerBytes: number;
+  /** Kept-alive connections to the webhooks; without it each review opens its own. */
+  agents?: WebhookAgents;
 }
 
 /** The transport of a review, injectable so tests need no network. */
 export type ReviewPoster = (webhook: ConversionWebhookConfig, body: string, timeoutMs: number, maxBytes: number) => Promise<WebhookReply>;
 
-const postReview: ReviewPoster = (webhook, body, timeoutMs, maxBytes) =>
-  postJson({ server: webhook.url, ...(webhook.caBundle ? { ca: webhook.caBundle } : {}) }, body, timeoutMs, maxBytes);
+function reviewPoster(agents: WebhookAgents | undefined): ReviewPoster {
+  return (webhook, body, timeoutMs, maxBytes) =>
+    postJson({ server: webhook.url, ...(webhook.caBundle ? { ca: webhook.caBundle } : {}) }, body, timeoutMs, maxBytes, agents?.agentFor(webhook));
+}
 
 export const DEFAULT_WEBHOOK_CONVERTER_OPTIONS: WebhookConverterOptions = {
   timeoutMs: 30_000,
@@ -55,7 +60,7 @@ export class WebhookConverter implements ObjectConverter {
   constructor(
     private readonly webhook: ConversionWebhookConfig,
     private readonly options: WebhookConverterOptions = DEFAULT_WEBHOOK_CONVERTER_OPTIONS,
-    private readonly post: ReviewPoster = postReview,
+    private readonly post: ReviewPoster = reviewPoster(options.agents),
   ) {}
 
   async convert(objects: readonly ApiObject[], apiVersion: string): Promise<ApiObject[]> {
@@ -91,12 +96,12 @@ export class WebhookConverter implements ObjectConverter {
   }
 
   private async review(objects: ApiObject[], apiVersion: string): Promise<ApiObject[]> {
-    if (!this.webhook.conversionReviewVersions.includes('v1')) throw new Error('the webhook accepts no ConversionReview version this server sends (v1)');
+    const version = reviewVersionFor(this.webhook.conversionReviewVersions);
     const uid = randomUUID();
-    const body = JSON.stringify(conversionReviewRequest(uid, apiVersion, objects));
+    const body = JSON.stringify(conversionReviewRequest(uid, apiVersion, objects, version));
     const reply = await this.post(this.webhook, body, this.options.timeoutMs, this.options.maxAnswerBytes);
     if (reply.status < 200 || reply.status > 299) throw new Error(`the webhook answered HTTP ${reply.status}`);
-    return convertedObjectsFrom(reply.body, uid, objects, apiVersion);
+    return convertedObjectsFrom(reply.body, uid, objects, apiVersion, version);
   }
 }
 

@@ -11,9 +11,9 @@ import {
 } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { logFrom, queryValues } from '../context';
-import { versionedObjects } from '../conversion/versioned-storage';
+import type { SharedConversion } from '../conversion/watch-conversion';
 import { encodeBody, presentAs, setWarnings } from '../responses';
-import { conversionOptions, resourceStorage } from '../rest';
+import { resourceStorage } from '../rest';
 import { toTable, type IncludeObject } from '../table';
 import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
@@ -126,25 +126,29 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
 
   /**
    * A kind stored in another version shows its events converted, in order:
-   * conversions (a webhook call each) are chained, and the bytes waiting
-   * for them count against the watch's buffer like unsent ones. A failed
-   * conversion ends the watch with its Status.
+   * each change is converted once for every watch of this version (see
+   * SharedConversion), this watch takes the conversions in the order of its
+   * changes, and the bytes waiting for them count against the watch's
+   * buffer like unsent ones. A failed conversion ends the watch with its
+   * Status.
    */
-  const versioned = versionedObjects(r.def, conversionOptions(r.deps));
+  const shared = r.deps.watchConversions.for(r.def);
   let converting = Promise.resolve();
   let convertingBytes = 0;
-  const convertAndEmit = (objects: NonNullable<typeof versioned>, e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
+  const convertAndEmit = (conversion: SharedConversion, e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
     const size = e.object.length + e.prevObject.length;
     convertingBytes += size;
     if (convertingBytes > limitBytes) {
-      abandon(`${convertingBytes} bytes waiting for conversion`);
+      convertingBytes -= size;
+      abandon(`${convertingBytes + size} bytes waiting for conversion`);
       return;
     }
+    const stored = [obj, prev].filter((o): o is ApiObject => o !== undefined);
+    const claim = conversion.claim(`${e.revision}:${e.key}`, stored);
     converting = converting.then(async () => {
       try {
-        if (closed) return;
-        const stored = [obj, prev].filter((o): o is ApiObject => o !== undefined);
-        const shown = await objects.fromStorage(stored);
+        if (closed) return claim.release();
+        const shown = await claim.take();
         emitChange(e, obj ? shown[0] : undefined, prev ? shown[obj ? 1 : 0] : undefined);
       } catch (err) {
         const apiError = ApiError.from(err);
@@ -161,7 +165,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     cursor = e.revision;
     const obj = parseObject(e.object);
     const prev = parseObject(e.prevObject);
-    if (versioned) convertAndEmit(versioned, e, obj, prev);
+    if (shared) convertAndEmit(shared, e, obj, prev);
     else emitChange(e, obj, prev);
   };
 
