@@ -112,6 +112,43 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     expect((await http('PATCH', `${REPLICATORS}/r0/scale`, { spec: { replicas: 1 } }, merge)).status).toBe(200);
   });
 
+  test('server-side apply of a Scale: the replicas change, ownership is recorded on the object under scale, a conflict needs force', async () => {
+    const manifest = 'apiVersion: scale.example.com/v1\nkind: Replicator\nmetadata:\n  name: ssa\nspec:\n  replicas: 1\n  image: busybox\n';
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], manifest)).code).toBe(0);
+    // kubectl apply --subresource=scale sends the manifest's own kind, which an apply to /scale refuses as the original server does.
+    const parentKind = await kubectl(['apply', '--server-side', '--subresource=scale', '--field-manager=scaler', '-f', '-'], manifest.replace('replicas: 1', 'replicas: 4'));
+    expect([parentKind.code, parentKind.stderr.trim()]).toEqual([1, 'Error from server (BadRequest): Incorrect version specified in apply patch. Specified patch version: scale.example.com/v1, expected: autoscaling/v1']);
+
+    const applyScale = (manager: string, replicas: number, force = false) =>
+      adminRequest(env, 'PATCH', `${REPLICATORS}/ssa/scale?fieldManager=${manager}${force ? '&force=true' : ''}`, `apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: ssa\nspec:\n  replicas: ${replicas}\n`, {
+        'content-type': 'application/apply-patch+yaml',
+      });
+    const refused = await applyScale('scaler', 4);
+    expect([refused.status, refused.json()['reason'], refused.json()['message']]).toEqual([409, 'Conflict', 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas']);
+    const forced = await applyScale('scaler', 4, true);
+    expect([forced.status, forced.json()['kind'], forced.json()['spec']]).toEqual([200, 'Scale', { replicas: 4 }]);
+    const managed = (await kubectl(['get', 'replicator', 'ssa', '--show-managed-fields', '-o', 'json'])).stdout;
+    const object = JSON.parse(managed) as { spec: unknown; metadata: { managedFields: Array<Record<string, unknown>> } };
+    expect(object.spec).toEqual({ replicas: 4, image: 'busybox' });
+    expect(object.metadata.managedFields.map(({ time: _time, ...e }) => e)).toEqual([
+      { manager: 'kubectl', operation: 'Apply', apiVersion: 'scale.example.com/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:image': {} } } },
+      { manager: 'scaler', operation: 'Apply', apiVersion: 'scale.example.com/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:replicas': {} } }, subresource: 'scale' },
+    ]);
+    // The scaler now owns the replicas: another manager conflicts with it, the same manager does not.
+    const other = await applyScale('other', 2);
+    expect([other.status, other.json()['message']]).toEqual([409, 'Apply failed with 1 conflict: conflict with "scaler" with subresource "scale": .spec.replicas']);
+    expect((await applyScale('scaler', 3)).status).toBe(200);
+    expect((await kubectl(['get', 'replicator', 'ssa', '-o', 'jsonpath={.spec.replicas}'])).stdout).toBe('3');
+    // kubectl apply of the object conflicts with the scaler over the replicas it no longer owns.
+    const reapplied = await kubectl(['apply', '--server-side', '-f', '-'], manifest);
+    expect([reapplied.code, reapplied.stderr]).toEqual([1, expect.stringMatching(/conflict with "scaler" with subresource "scale": \.spec\.replicas/)]);
+
+    const noManager = await adminRequest(env, 'PATCH', `${REPLICATORS}/ssa/scale`, 'apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n', { 'content-type': 'application/apply-patch+yaml' });
+    expect([noManager.status, noManager.json()['message']]).toEqual([422, 'PatchOptions.meta.svc.io "" is invalid: fieldManager: Required value: is required for apply patch']);
+    expect((await applyScale('scaler', -1)).status).toBe(422);
+    expect((await adminRequest(env, 'PATCH', `${REPLICATORS}/missing/scale?fieldManager=scaler`, 'apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n', { 'content-type': 'application/apply-patch+yaml' })).status).toBe(404);
+  });
+
   test('a null in a field neither nullable nor defaulted is dropped; a null list item is 422 naming it', async () => {
     const created = await http('POST', REPLICATORS, replicator('nulls', { replicas: 1, image: null }));
     expect([created.status, created.json()['spec']]).toEqual([201, { replicas: 1 }]);
@@ -122,7 +159,7 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
   test('kubectl get of a category (all, or the definition’s own) lists the custom objects', async () => {
     const fleet = await kubectl(['get', 'fleet', '-n', 'default', '-o', 'name']);
     expect([fleet.code, fleet.stderr]).toEqual([0, '']);
-    expect(fleet.stdout.split('\n').filter(Boolean).sort()).toEqual(['replicator.scale.example.com/nulls', 'replicator.scale.example.com/r0', 'replicator.scale.example.com/r1']);
+    expect(fleet.stdout.split('\n').filter(Boolean).sort()).toEqual(['replicator.scale.example.com/nulls', 'replicator.scale.example.com/r0', 'replicator.scale.example.com/r1', 'replicator.scale.example.com/ssa']);
     const all = await kubectl(['get', 'all', '-n', 'default', '-o', 'name']);
     expect(all.stdout).toContain('replicator.scale.example.com/r1');
   });
