@@ -1,4 +1,4 @@
-import { ApiError, type ApiObject, type ManagedFieldsEntry, type ScaleSubresourcePaths, type StatusCause, type SubresourceDefinition } from '@svc/apimachinery';
+import { ApiError, type ApiObject, type ManagedFieldsEntry, type PrinterColumn, type ScaleSubresourcePaths, type StatusCause, type SubresourceDefinition } from '@svc/apimachinery';
 import { FieldSet, type FieldPath, type Schema } from '@svc/merge';
 import { cloneJson, isRecord, type Fields } from './object-access';
 import { objectSchema } from './object-meta';
@@ -35,6 +35,12 @@ export const SCALE_SUBRESOURCE: SubresourceDefinition = {
   schema: SCALE_SCHEMA,
   openApiName: 'io.svc.api.autoscaling.v1.Scale',
 };
+
+/** The table columns of a Scale after `Name` (then `Age`), as the original prints a custom resource's Scale. */
+export const SCALE_PRINTER_COLUMNS: PrinterColumn[] = [
+  { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas', description: 'Number of desired replicas' },
+  { name: 'Available', type: 'integer', jsonPath: '.status.replicas', description: 'Number of actual replicas' },
+];
 
 /** Marks a Scale whose object has no spec replicas yet, so a patch that sets none is refused. */
 export const UNSET_SPEC_REPLICAS = -2147483648;

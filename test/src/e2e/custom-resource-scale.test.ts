@@ -74,6 +74,9 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     expect([scaled.code, scaled.stderr, scaled.stdout.trim()]).toEqual([0, '', 'replicator.scale.example.com/r1 scaled']);
     expect((await kubectl(['get', 'replicator', 'r1', '-o', 'jsonpath={.spec.replicas} {.spec.image} {.metadata.generation}'])).stdout).toBe('5 busybox 2');
     expect((await kubectl(['get', 'replicator', 'r1', '--subresource=scale', '-o', 'jsonpath={.kind} {.spec.replicas}'])).stdout).toBe('Scale 5');
+    const table = await kubectl(['get', 'replicator', 'r1', '--subresource=scale']);
+    expect([table.code, table.stderr]).toEqual([0, '']);
+    expect(table.stdout).toMatch(/^NAME\s+DESIRED\s+AVAILABLE\s+AGE\nr1\s+5\s+0\s+\d+s\n$/);
     const stale = await kubectl(['scale', '--current-replicas=4', '--replicas=6', 'replicator/r1']);
     expect(stale.code).not.toBe(0);
     expect(stale.stderr).toMatch(/Expected replicas to be 4, was 5/);
@@ -86,6 +89,14 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     const got = await http('GET', `${REPLICATORS}/r1/scale`);
     const scale = got.json() as { apiVersion: string; kind: string; metadata: { name: string; resourceVersion: string }; spec: unknown; status: unknown };
     expect([got.status, scale.apiVersion, scale.kind, scale.metadata.name, scale.spec, scale.status]).toEqual([200, 'autoscaling/v1', 'Scale', 'r1', { replicas: 6 }, { replicas: 3, selector: 'app=r1' }]);
+    const table = await http('GET', `${REPLICATORS}/r1/scale`, undefined, { accept: 'application/json;as=Table;g=meta.svc.io;v=v1' });
+    const rows = table.json() as { kind: string; columnDefinitions: Array<{ name: string; type: string }>; rows: Array<{ cells: unknown[]; object: { kind: string } }> };
+    expect([rows.kind, rows.columnDefinitions.map((c) => `${c.name}:${c.type}`), rows.rows[0]?.cells.slice(0, 3), rows.rows[0]?.object.kind]).toEqual([
+      'Table',
+      ['Name:string', 'Desired:integer', 'Available:integer', 'Age:string'],
+      ['r1', 6, 3],
+      'PartialObjectMetadata',
+    ]);
 
     const put = await http('PUT', `${REPLICATORS}/r1/scale`, { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'r1', resourceVersion: scale.metadata.resourceVersion }, spec: { replicas: 2 } });
     expect([put.status, (put.json()['spec'] as { replicas: number }).replicas]).toEqual([200, 2]);

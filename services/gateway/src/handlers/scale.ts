@@ -1,9 +1,10 @@
 import type { Request, Response } from 'express';
 import { ApiError, groupVersion, isJsonObject, type ApiObject, type ManagedFieldsEntry, type ResourceDefinition, type ScaleSubresourcePaths } from '@svc/apimachinery';
-import { AUTOSCALING_GROUP, SCALE_SCHEMA, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas } from '@svc/kinds';
+import { AUTOSCALING_GROUP, SCALE_PRINTER_COLUMNS, SCALE_SCHEMA, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas } from '@svc/kinds';
 import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
+import { toTable, type IncludeObject } from '../table';
 import { checkTypeMeta, decodeAgainstSchema, keyOf, updateObject, type WriteContext } from '../rest';
 import { callOptions, outputFormat, parseResourceVersion, query, readBody, writeContext, type ResourceRequest } from './common';
 import { APPLY_JSON, APPLY_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC, applyOptions } from './patch';
@@ -37,15 +38,23 @@ function pathsOf(r: ResourceRequest): ScaleSubresourcePaths {
 
 export async function handleScale(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const paths = pathsOf(r);
-  const format = outputFormat(req, r, false);
   if (r.info.verb === 'get') {
+    const format = outputFormat(req, r, true);
     const rv = parseResourceVersion(query(req, 'resourceVersion'));
     const stored = await r.deps.storage.get(keyOf(r.def, r.info.namespace, r.info.name), rv ? { minRevision: rv } : {}, callOptions(req, r));
     const view = scaleFromObject(stored.object, paths);
     if (!view.specReplicasFound) throw ApiError.internal(`the spec replicas field ${JSON.stringify(paths.specReplicasPath)} does not exist`);
+    if (format.kind === 'table') {
+      const def = { ...scaleKind(r.def), printerColumns: SCALE_PRINTER_COLUMNS };
+      const table = toTable(def, [view.scale], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
+      table.metadata.resourceVersion = view.scale.metadata?.resourceVersion ?? '';
+      writeBody(req, res, 200, table, format);
+      return;
+    }
     writeBody(req, res, 200, view.scale, format);
     return;
   }
+  const format = outputFormat(req, r, false);
   const type = mediaTypeOf(req.headers['content-type']);
   const isApply = r.info.verb === 'patch' && (type === APPLY_YAML || type === APPLY_JSON);
   // Apply records ownership itself; other writes are tracked as updates.
