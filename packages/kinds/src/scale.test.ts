@@ -1,6 +1,6 @@
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, type ApiObject, type JsonObject, type ManagedFieldsEntry } from '@svc/apimachinery';
 import { customResourceDefinitions } from './custom-resources';
-import { SCALE_SUBRESOURCE, UNSET_SPEC_REPLICAS, desiredReplicas, scaleFromObject, validateScale, withSpecReplicas } from './scale';
+import { SCALE_SUBRESOURCE, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas } from './scale';
 
 const paths = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' };
 
@@ -94,5 +94,40 @@ describe('the scale subresource of a custom resource', () => {
     expect(validateScale({ spec: { replicas: 0 } })).toEqual([]);
     expect(desiredReplicas({ spec: {} })).toBe(0);
     expect(desiredReplicas({ spec: { replicas: 4 } })).toBe(4);
+  });
+});
+
+describe('managed fields between an object and its Scale', () => {
+  const deep = { specReplicasPath: '.spec.size.count', statusReplicasPath: '.status.count' };
+  const entry = (manager: string, operation: 'Apply' | 'Update', fieldsV1: JsonObject, extra: Record<string, string> = {}): ManagedFieldsEntry => ({
+    manager,
+    operation,
+    apiVersion: 'example.com/v1',
+    time: '2026-01-01T00:00:00Z',
+    fieldsType: 'FieldsV1' as const,
+    fieldsV1,
+    ...extra,
+  });
+  const owner = entry('kubectl', 'Apply', { 'f:spec': { 'f:size': { 'f:count': {} }, 'f:image': {} } });
+  const labeller = entry('labeller', 'Update', { 'f:metadata': { 'f:labels': { 'f:a': {} } } });
+
+  test('the Scale has an autoscaling/v1 entry owning spec.replicas for each owner of the spec replicas path', () => {
+    expect(scaleManagedFields([owner, labeller], deep)).toEqual([{ ...owner, apiVersion: 'autoscaling/v1', fieldsV1: { 'f:spec': { 'f:replicas': {} } } }]);
+    expect(scaleManagedFields(undefined, deep)).toEqual([]);
+  });
+
+  test('back on the object: a manager that lost spec.replicas loses the path, a new owner gets it in the object’s version', () => {
+    const scaler: ManagedFieldsEntry = { manager: 'hpa', operation: 'Apply' as const, apiVersion: 'autoscaling/v1', time: '2026-02-02T00:00:00Z', fieldsType: 'FieldsV1' as const, fieldsV1: { 'f:spec': { 'f:replicas': {} } }, subresource: 'scale' };
+    expect(objectManagedFields([owner, labeller], [scaler], deep, 'example.com/v1')).toEqual([
+      { ...owner, fieldsV1: { 'f:spec': { 'f:image': {} } } },
+      labeller,
+      { ...scaler, apiVersion: 'example.com/v1', fieldsV1: { 'f:spec': { 'f:size': { 'f:count': {} } } } },
+    ]);
+  });
+
+  test('a manager that keeps spec.replicas keeps its entry; one that owned only the path loses the entry', () => {
+    const onlyCount = entry('scaler', 'Update', { 'f:spec': { 'f:size': { 'f:count': {} } } }, { subresource: 'scale' });
+    const kept = scaleManagedFields([owner], deep);
+    expect(objectManagedFields([owner, onlyCount], kept, deep, 'example.com/v1')).toEqual([owner]);
   });
 });

@@ -1,5 +1,5 @@
-import { ApiError, type ApiObject, type ScaleSubresourcePaths, type StatusCause, type SubresourceDefinition } from '@svc/apimachinery';
-import type { Schema } from '@svc/merge';
+import { ApiError, type ApiObject, type ManagedFieldsEntry, type PrinterColumn, type ScaleSubresourcePaths, type StatusCause, type SubresourceDefinition } from '@svc/apimachinery';
+import { FieldSet, type FieldPath, type Schema } from '@svc/merge';
 import { cloneJson, isRecord, type Fields } from './object-access';
 import { objectSchema } from './object-meta';
 import { int32, str, struct } from './schema-builders';
@@ -35,6 +35,12 @@ export const SCALE_SUBRESOURCE: SubresourceDefinition = {
   schema: SCALE_SCHEMA,
   openApiName: 'io.svc.api.autoscaling.v1.Scale',
 };
+
+/** The table columns of a Scale after `Name` (then `Age`), as the original prints a custom resource's Scale. */
+export const SCALE_PRINTER_COLUMNS: PrinterColumn[] = [
+  { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas', description: 'Number of desired replicas' },
+  { name: 'Available', type: 'integer', jsonPath: '.status.replicas', description: 'Number of actual replicas' },
+];
 
 /** Marks a Scale whose object has no spec replicas yet, so a patch that sets none is refused. */
 export const UNSET_SPEC_REPLICAS = -2147483648;
@@ -127,5 +133,64 @@ export function withSpecReplicas(obj: ApiObject, paths: ScaleSubresourcePaths, r
     cur = cur[part] as Fields;
   }
   cur[parts[parts.length - 1] as string] = replicas;
+  return out;
+}
+
+const SCALE_API_VERSION = `${AUTOSCALING_GROUP}/v1`;
+const SCALE_REPLICAS: FieldPath = [{ field: 'spec' }, { field: 'replicas' }];
+
+function specReplicasFieldPath(paths: ScaleSubresourcePaths): FieldPath {
+  return segments(paths.specReplicasPath).map((field) => ({ field }));
+}
+
+function fieldsOf(entry: ManagedFieldsEntry): FieldSet {
+  return FieldSet.fromFieldsV1(entry.fieldsV1 ?? {});
+}
+
+/** Managers are matched across the object and its Scale by name, operation and subresource (the version differs by design). */
+function managerKey(entry: ManagedFieldsEntry): string {
+  return JSON.stringify([entry.manager, entry.operation, entry.subresource ?? '']);
+}
+
+/**
+ * The managed fields of the Scale an object stands for: each entry of the
+ * object that owns the spec replicas path, as an entry of autoscaling/v1
+ * owning `spec.replicas` (the original's scale handler, to the subresource).
+ */
+export function scaleManagedFields(objectEntries: readonly ManagedFieldsEntry[] | undefined, paths: ScaleSubresourcePaths): ManagedFieldsEntry[] {
+  const replicas = specReplicasFieldPath(paths);
+  const scaleFields = FieldSet.fromPaths([SCALE_REPLICAS]).toFieldsV1();
+  return (objectEntries ?? []).filter((e) => fieldsOf(e).has(replicas)).map((e) => ({ ...e, apiVersion: SCALE_API_VERSION, fieldsType: 'FieldsV1', fieldsV1: scaleFields }));
+}
+
+/**
+ * The object's managed fields after a write of its Scale (the original's
+ * scale handler, back to the parent): an entry of the object that owned the
+ * spec replicas path keeps it only while its manager still owns
+ * `spec.replicas` in the Scale; a manager of the Scale that did not own the
+ * path before gets an entry of the object's version owning it.
+ */
+export function objectManagedFields(
+  objectEntries: readonly ManagedFieldsEntry[] | undefined,
+  scaleEntries: readonly ManagedFieldsEntry[],
+  paths: ScaleSubresourcePaths,
+  objectApiVersion: string,
+): ManagedFieldsEntry[] {
+  const replicas = specReplicasFieldPath(paths);
+  const replicasOnly = FieldSet.fromPaths([replicas]);
+  const scaleManagers = new Map(scaleEntries.map((e) => [managerKey(e), e]));
+  const out: ManagedFieldsEntry[] = [];
+  for (const entry of objectEntries ?? []) {
+    const fields = fieldsOf(entry);
+    if (!fields.has(replicas) || scaleManagers.delete(managerKey(entry))) {
+      out.push(entry);
+      continue;
+    }
+    const rest = fields.difference(replicasOnly);
+    if (!rest.isEmpty()) out.push({ ...entry, fieldsV1: rest.toFieldsV1() });
+  }
+  for (const entry of scaleManagers.values()) {
+    if (fieldsOf(entry).has(SCALE_REPLICAS)) out.push({ ...entry, apiVersion: objectApiVersion, fieldsType: 'FieldsV1', fieldsV1: replicasOnly.toFieldsV1() });
+  }
   return out;
 }

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createLogger } from '@svc/service-kit';
-import { AbacPolicyError, abacAuthorizer, abacAuthorizerFor, loadAbacPolicyFile, parseAbacPolicies, type AbacPolicy } from './abac';
+import { AbacPolicyError, abacAuthorizer, abacModeFor, abacRulesFor, loadAbacPolicyFile, parseAbacPolicies, type AbacPolicy } from './abac';
 import { AuthorizationConfigError, chain, type Attributes } from './authorizer';
 
 const FILE = '/etc/svc/policy.jsonl';
@@ -228,19 +228,50 @@ describe('ABAC and its flag come together', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   test('the mode without the file, and the file without the mode, are refused', () => {
-    expect(() => abacAuthorizerFor(['ABAC', 'RBAC'], undefined, log)).toThrow('the ABAC authorization mode needs --authorization-policy-file');
-    expect(() => abacAuthorizerFor(['ABAC'], '', log)).toThrow('the ABAC authorization mode needs --authorization-policy-file');
-    expect(() => abacAuthorizerFor(['RBAC'], '/x.jsonl', log)).toThrow('--authorization-policy-file is only used by the ABAC authorization mode, which --authorization-mode (RBAC) does not name');
-    expect(abacAuthorizerFor(['RBAC'], undefined, log)).toBeUndefined();
+    expect(() => abacModeFor(['ABAC', 'RBAC'], undefined, log)).toThrow('the ABAC authorization mode needs --authorization-policy-file');
+    expect(() => abacModeFor(['ABAC'], '', log)).toThrow('the ABAC authorization mode needs --authorization-policy-file');
+    expect(() => abacModeFor(['RBAC'], '/x.jsonl', log)).toThrow('--authorization-policy-file is only used by the ABAC authorization mode, which --authorization-mode (RBAC) does not name');
+    expect(abacModeFor(['RBAC'], undefined, log)).toBeUndefined();
   });
 
   test('with both, the file is read once', async () => {
     const file = path.join(dir, 'policy.jsonl');
     fs.writeFileSync(file, `${v1({ user: 'alice', readonly: true, namespace: '*', resource: '*', apiGroup: '*' })}\n`);
-    const authorize = abacAuthorizerFor(['ABAC'], file, log);
+    const mode = abacModeFor(['ABAC'], file, log);
+    const authorize = mode?.authorize;
     expect(authorize).toBeDefined();
     fs.writeFileSync(file, '');
     const attrs: Attributes = { user: { username: 'alice', uid: '', groups: [], extra: {} }, resourceRequest: true, verb: 'list', path: '', apiGroup: '', apiVersion: 'v1', resource: 'pods', subresource: '', namespace: 'a', name: '' };
     expect((await authorize?.(attrs))?.decision).toBe('allow');
+    expect(mode?.rulesFor(attrs.user, 'a')).toEqual([{ verbs: ['get', 'list', 'watch'], apiGroups: ['*'], resources: ['*'], resourceNames: [], nonResourceURLs: [] }]);
+  });
+});
+
+describe('the rules ABAC lists for a user (SelfSubjectRulesReview)', () => {
+  const policies = parseAbacPolicies(
+    [
+      v1({ user: 'alice', namespace: 'team', resource: 'configmaps', apiGroup: '' }),
+      v1({ group: 'devs', readonly: true, namespace: '*', resource: 'deployments', apiGroup: 'apps' }),
+      v1({ user: 'bob', namespace: 'other', resource: '*', apiGroup: '*' }),
+      v1({ user: '*', readonly: true, nonResourcePath: '/version' }),
+      '{"user":"carol"}',
+    ].join('\n'),
+    FILE,
+  ).policies;
+  const user = (username: string, groups: string[] = []) => ({ username, uid: '', groups: [...groups, 'system:authenticated'], extra: {} });
+  const rule = (verbs: string[], apiGroup: string, resource: string) => ({ verbs, apiGroups: [apiGroup], resources: [resource], resourceNames: [], nonResourceURLs: [] });
+  const path = (verbs: string[], url: string) => ({ verbs, apiGroups: [], resources: [], resourceNames: [], nonResourceURLs: [url] });
+
+  test('resource rules of the matching policies in the namespace: read-only is get, list, watch; else every verb', () => {
+    expect(abacRulesFor(policies, user('alice', ['devs']), 'team')).toEqual([rule(['*'], '', 'configmaps'), rule(['get', 'list', 'watch'], 'apps', 'deployments')]);
+    expect(abacRulesFor(policies, user('alice'), 'elsewhere')).toEqual([]);
+    expect(abacRulesFor(policies, user('bob'), 'other')).toEqual([rule(['*'], '*', '*')]);
+  });
+
+  test('a non-resource path is listed only where the policy’s namespace matches, as the original lists it', () => {
+    expect(abacRulesFor(policies, user('dave'), '')).toEqual([path(['get', 'list', 'watch'], '/version')]);
+    expect(abacRulesFor(policies, user('dave'), 'team')).toEqual([]);
+    // An unversioned line naming only a user grants every resource in every namespace and every path.
+    expect(abacRulesFor(policies, user('carol'), 'team')).toEqual([rule(['*'], '*', '*'), path(['*'], '*')]);
   });
 });

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
+import type { UserInfo } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import { AuthorizationConfigError, type Attributes, type Authorizer, type Mode } from './authorizer';
-import { canonicalGroup } from './rbac';
+import { canonicalGroup, type PolicyRule } from './rbac';
 
 /**
  * The ABAC mode (SPEC section 5, `--authorization-policy-file`), as the
@@ -202,10 +203,10 @@ export function parseAbacPolicies(text: string, file: string): ParsedPolicyFile 
   return { policies, unversionedLines };
 }
 
-function subjectMatches(p: AbacPolicy, attrs: Attributes): boolean {
+function subjectMatches(p: AbacPolicy, user: UserInfo): boolean {
   // Each subject field given must match; at least one is always given.
-  if (p.user !== '' && p.user !== '*' && p.user !== attrs.user.username) return false;
-  if (p.group !== '' && p.group !== '*' && !attrs.user.groups.includes(p.group)) return false;
+  if (p.user !== '' && p.user !== '*' && p.user !== user.username) return false;
+  if (p.group !== '' && p.group !== '*' && !user.groups.includes(p.group)) return false;
   return p.user !== '' || p.group !== '';
 }
 
@@ -229,7 +230,7 @@ function nonResourceMatches(p: AbacPolicy, attrs: Attributes): boolean {
 
 /** Whether one policy allows the request. */
 export function abacPolicyMatches(p: AbacPolicy, attrs: Attributes): boolean {
-  if (!subjectMatches(p, attrs) || !verbMatches(p, attrs)) return false;
+  if (!subjectMatches(p, attrs.user) || !verbMatches(p, attrs)) return false;
   return attrs.resourceRequest ? resourceMatches(p, attrs) : nonResourceMatches(p, attrs);
 }
 
@@ -239,6 +240,32 @@ export function abacAuthorizer(policies: readonly AbacPolicy[]): Authorizer {
     const p = policies.find((candidate) => abacPolicyMatches(candidate, attrs));
     return p ? { decision: 'allow', reason: `ABAC: allowed by policy line ${p.line}` } : { decision: 'no-opinion', reason: '' };
   };
+}
+
+const verbsOf = (p: AbacPolicy): string[] => (p.readonly ? ['get', 'list', 'watch'] : ['*']);
+
+/**
+ * What the policies grant the user in a namespace, for SelfSubjectRulesReview,
+ * as the original's ABAC lists them: each policy whose subject matches and
+ * whose namespace is `*` or the one asked gives a resource rule (when it names
+ * a resource) and a non-resource rule (when it names a path), with get, list
+ * and watch when read-only and `*` otherwise. The list is complete.
+ */
+export function abacRulesFor(policies: readonly AbacPolicy[], user: UserInfo, namespace: string): PolicyRule[] {
+  const rules: PolicyRule[] = [];
+  const nonResource: PolicyRule[] = [];
+  for (const p of policies) {
+    if (!subjectMatches(p, user) || !wildcardOr(p.namespace, namespace)) continue;
+    if (p.resource !== '') rules.push({ verbs: verbsOf(p), apiGroups: [p.apiGroup], resources: [p.resource], resourceNames: [], nonResourceURLs: [] });
+    if (p.nonResourcePath !== '') nonResource.push({ verbs: verbsOf(p), apiGroups: [], resources: [], resourceNames: [], nonResourceURLs: [p.nonResourcePath] });
+  }
+  return [...rules, ...nonResource];
+}
+
+/** The ABAC mode: its authorizer and the rules it lists for a user. */
+export interface AbacMode {
+  authorize: Authorizer;
+  rulesFor(user: UserInfo, namespace: string): PolicyRule[];
 }
 
 /** Reads and parses a policy file; an unreadable file names itself. */
@@ -253,10 +280,10 @@ export function loadAbacPolicyFile(file: string): ParsedPolicyFile {
 }
 
 /**
- * The ABAC authorizer for the configured modes, or undefined when ABAC is
- * not one of them. The mode needs the policy file and the file needs the mode.
+ * The ABAC mode for the configured modes, or undefined when ABAC is not one
+ * of them. The mode needs the policy file and the file needs the mode.
  */
-export function abacAuthorizerFor(modes: readonly Mode[], policyFile: string | undefined, log: Logger): Authorizer | undefined {
+export function abacModeFor(modes: readonly Mode[], policyFile: string | undefined, log: Logger): AbacMode | undefined {
   if (!modes.includes('ABAC')) {
     if (policyFile) throw new AuthorizationConfigError(`--authorization-policy-file is only used by the ABAC authorization mode, which --authorization-mode (${modes.join(',')}) does not name`);
     return undefined;
@@ -265,5 +292,5 @@ export function abacAuthorizerFor(modes: readonly Mode[], policyFile: string | u
   const { policies, unversionedLines } = loadAbacPolicyFile(policyFile);
   log.info('ABAC policy loaded', { file: policyFile, policies: policies.length });
   if (unversionedLines > 0) log.warn('ABAC policy file has unversioned (v0) lines; prefer apiVersion abac.authorization.svc.io/v1beta1', { file: policyFile, lines: unversionedLines });
-  return abacAuthorizer(policies);
+  return { authorize: abacAuthorizer(policies), rulesFor: (user, namespace) => abacRulesFor(policies, user, namespace) };
 }

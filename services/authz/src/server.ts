@@ -3,7 +3,7 @@ import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { WatchFanoutClient } from '@svc/watch-fanout/client';
-import { abacAuthorizerFor } from './abac';
+import { abacModeFor } from './abac';
 import { MASTERS_GROUP, chain, type Decision, type Mode, type ModeAuthorizers } from './authorizer';
 import { ConfiguredAuthorizer, loadAuthorizationConfigFile, modesOf } from './configured-authorizer';
 import { NodeGraph, NODE_GRAPH_SOURCES } from './node-graph';
@@ -76,8 +76,8 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const file = config.authorizationConfigFile ? loadAuthorizationConfigFile(config.authorizationConfigFile) : undefined;
   const modes: Mode[] = file ? modesOf(file.config) : config.modes;
   const stateful: ModeAuthorizers = {};
-  const abac = abacAuthorizerFor(modes, config.authorizationPolicyFile, log);
-  if (abac) stateful.ABAC = abac;
+  const abac = abacModeFor(modes, config.authorizationPolicyFile, log);
+  if (abac) stateful.ABAC = abac.authorize;
   const feedPeers = (mode: Mode): { storage: StorageClient; fanout: WatchFanoutClient } => {
     if (!config.storageAddress || !config.watchFanoutAddress) throw new Error(`the ${mode} mode needs --storage-address and --watch-fanout-address`);
     storage ??= new StorageClient(config.storageAddress, tls);
@@ -135,10 +135,10 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
     rules: unary(log, 'Rules', async (req: authz.RulesRequest): Promise<authz.RulesResponse> => {
       const user = fromProtoUser(req.user);
       if (user.groups.includes(MASTERS_GROUP)) return { rules: [toProtoRule(EVERYTHING[0] as PolicyRule), toProtoRule(EVERYTHING[1] as PolicyRule)], incomplete: false };
-      const rules = policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [];
-      // Modes other than RBAC cannot list what they allow; the Node mode allows nothing to users that are not nodes.
-      const unlisted = modes.some((m) => m !== 'RBAC' && (m !== 'Node' || nodeIdentity(user) !== undefined));
-      return { rules: rules.map(toProtoRule), incomplete: unlisted || !feed?.ready };
+      const rules = [...(abac ? abac.rulesFor(user, req.namespace) : []), ...(policy && feed?.ready ? policy.rulesFor(user, req.namespace) : [])];
+      // Modes other than ABAC and RBAC cannot list what they allow; the Node mode allows nothing to users that are not nodes.
+      const unlisted = modes.some((m) => m !== 'RBAC' && m !== 'ABAC' && (m !== 'Node' || nodeIdentity(user) !== undefined));
+      return { rules: rules.map(toProtoRule), incomplete: unlisted || (feed !== undefined && !feed.ready) };
     }),
     covers: unary(log, 'Covers', async (req: authz.CoversRequest): Promise<authz.CoversResponse> => {
       const user = fromProtoUser(req.user);

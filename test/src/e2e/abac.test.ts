@@ -79,6 +79,19 @@ describe('ABAC', () => {
     expect((await as('writer', ['get', 'secrets', '-n', 'team'])).stderr).toMatch(/cannot list resource "secrets"/);
   });
 
+  test('kubectl auth can-i --list shows what the policies grant, beside RBAC’s rules, and the list is complete', async () => {
+    const writer = await as('writer', ['auth', 'can-i', '--list', '-n', 'team']);
+    expect([writer.code, writer.stderr]).toEqual([0, '']);
+    expect(writer.stdout).toMatch(/^configmaps\.\*\s+\[\]\s+\[\]\s+\[\*\]$/m);
+    // RBAC's discovery roles are listed too.
+    expect(writer.stdout).toMatch(/^\s+\[\/api\/\*\]\s+\[\]\s+\[get\]$/m);
+    const robot = await as('robot', ['auth', 'can-i', '--list', '-n', 'team']);
+    expect([robot.code, robot.stderr]).toEqual([0, '']);
+    expect(robot.stdout).toMatch(/^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]$/m);
+    // Elsewhere the policies grant nothing.
+    expect((await as('robot', ['auth', 'can-i', '--list', '-n', 'default'])).stdout).not.toMatch(/^\*\.\*/m);
+  });
+
   test('what ABAC does not match, RBAC may allow', async () => {
     expect((await kubectl(['create', 'role', 'cm-writer', '-n', 'team', '--verb=create', '--resource=configmaps'])).code).toBe(0);
     expect((await kubectl(['create', 'rolebinding', 'robot-cm-writer', '-n', 'team', '--role=cm-writer', '--serviceaccount=team:robot'])).code).toBe(0);

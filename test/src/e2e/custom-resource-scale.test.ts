@@ -74,6 +74,9 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     expect([scaled.code, scaled.stderr, scaled.stdout.trim()]).toEqual([0, '', 'replicator.scale.example.com/r1 scaled']);
     expect((await kubectl(['get', 'replicator', 'r1', '-o', 'jsonpath={.spec.replicas} {.spec.image} {.metadata.generation}'])).stdout).toBe('5 busybox 2');
     expect((await kubectl(['get', 'replicator', 'r1', '--subresource=scale', '-o', 'jsonpath={.kind} {.spec.replicas}'])).stdout).toBe('Scale 5');
+    const table = await kubectl(['get', 'replicator', 'r1', '--subresource=scale']);
+    expect([table.code, table.stderr]).toEqual([0, '']);
+    expect(table.stdout).toMatch(/^NAME\s+DESIRED\s+AVAILABLE\s+AGE\nr1\s+5\s+0\s+\d+s\n$/);
     const stale = await kubectl(['scale', '--current-replicas=4', '--replicas=6', 'replicator/r1']);
     expect(stale.code).not.toBe(0);
     expect(stale.stderr).toMatch(/Expected replicas to be 4, was 5/);
@@ -86,6 +89,14 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     const got = await http('GET', `${REPLICATORS}/r1/scale`);
     const scale = got.json() as { apiVersion: string; kind: string; metadata: { name: string; resourceVersion: string }; spec: unknown; status: unknown };
     expect([got.status, scale.apiVersion, scale.kind, scale.metadata.name, scale.spec, scale.status]).toEqual([200, 'autoscaling/v1', 'Scale', 'r1', { replicas: 6 }, { replicas: 3, selector: 'app=r1' }]);
+    const table = await http('GET', `${REPLICATORS}/r1/scale`, undefined, { accept: 'application/json;as=Table;g=meta.svc.io;v=v1' });
+    const rows = table.json() as { kind: string; columnDefinitions: Array<{ name: string; type: string }>; rows: Array<{ cells: unknown[]; object: { kind: string } }> };
+    expect([rows.kind, rows.columnDefinitions.map((c) => `${c.name}:${c.type}`), rows.rows[0]?.cells.slice(0, 3), rows.rows[0]?.object.kind]).toEqual([
+      'Table',
+      ['Name:string', 'Desired:integer', 'Available:integer', 'Age:string'],
+      ['r1', 6, 3],
+      'PartialObjectMetadata',
+    ]);
 
     const put = await http('PUT', `${REPLICATORS}/r1/scale`, { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'r1', resourceVersion: scale.metadata.resourceVersion }, spec: { replicas: 2 } });
     expect([put.status, (put.json()['spec'] as { replicas: number }).replicas]).toEqual([200, 2]);
@@ -112,6 +123,43 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
     expect((await http('PATCH', `${REPLICATORS}/r0/scale`, { spec: { replicas: 1 } }, merge)).status).toBe(200);
   });
 
+  test('server-side apply of a Scale: the replicas change, ownership is recorded on the object under scale, a conflict needs force', async () => {
+    const manifest = 'apiVersion: scale.example.com/v1\nkind: Replicator\nmetadata:\n  name: ssa\nspec:\n  replicas: 1\n  image: busybox\n';
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], manifest)).code).toBe(0);
+    // kubectl apply --subresource=scale sends the manifest's own kind, which an apply to /scale refuses as the original server does.
+    const parentKind = await kubectl(['apply', '--server-side', '--subresource=scale', '--field-manager=scaler', '-f', '-'], manifest.replace('replicas: 1', 'replicas: 4'));
+    expect([parentKind.code, parentKind.stderr.trim()]).toEqual([1, 'Error from server (BadRequest): Incorrect version specified in apply patch. Specified patch version: scale.example.com/v1, expected: autoscaling/v1']);
+
+    const applyScale = (manager: string, replicas: number, force = false) =>
+      adminRequest(env, 'PATCH', `${REPLICATORS}/ssa/scale?fieldManager=${manager}${force ? '&force=true' : ''}`, `apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: ssa\nspec:\n  replicas: ${replicas}\n`, {
+        'content-type': 'application/apply-patch+yaml',
+      });
+    const refused = await applyScale('scaler', 4);
+    expect([refused.status, refused.json()['reason'], refused.json()['message']]).toEqual([409, 'Conflict', 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas']);
+    const forced = await applyScale('scaler', 4, true);
+    expect([forced.status, forced.json()['kind'], forced.json()['spec']]).toEqual([200, 'Scale', { replicas: 4 }]);
+    const managed = (await kubectl(['get', 'replicator', 'ssa', '--show-managed-fields', '-o', 'json'])).stdout;
+    const object = JSON.parse(managed) as { spec: unknown; metadata: { managedFields: Array<Record<string, unknown>> } };
+    expect(object.spec).toEqual({ replicas: 4, image: 'busybox' });
+    expect(object.metadata.managedFields.map(({ time: _time, ...e }) => e)).toEqual([
+      { manager: 'kubectl', operation: 'Apply', apiVersion: 'scale.example.com/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:image': {} } } },
+      { manager: 'scaler', operation: 'Apply', apiVersion: 'scale.example.com/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:replicas': {} } }, subresource: 'scale' },
+    ]);
+    // The scaler now owns the replicas: another manager conflicts with it, the same manager does not.
+    const other = await applyScale('other', 2);
+    expect([other.status, other.json()['message']]).toEqual([409, 'Apply failed with 1 conflict: conflict with "scaler" with subresource "scale": .spec.replicas']);
+    expect((await applyScale('scaler', 3)).status).toBe(200);
+    expect((await kubectl(['get', 'replicator', 'ssa', '-o', 'jsonpath={.spec.replicas}'])).stdout).toBe('3');
+    // kubectl apply of the object conflicts with the scaler over the replicas it no longer owns.
+    const reapplied = await kubectl(['apply', '--server-side', '-f', '-'], manifest);
+    expect([reapplied.code, reapplied.stderr]).toEqual([1, expect.stringMatching(/conflict with "scaler" with subresource "scale": \.spec\.replicas/)]);
+
+    const noManager = await adminRequest(env, 'PATCH', `${REPLICATORS}/ssa/scale`, 'apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n', { 'content-type': 'application/apply-patch+yaml' });
+    expect([noManager.status, noManager.json()['message']]).toEqual([422, 'PatchOptions.meta.svc.io "" is invalid: fieldManager: Required value: is required for apply patch']);
+    expect((await applyScale('scaler', -1)).status).toBe(422);
+    expect((await adminRequest(env, 'PATCH', `${REPLICATORS}/missing/scale?fieldManager=scaler`, 'apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n', { 'content-type': 'application/apply-patch+yaml' })).status).toBe(404);
+  });
+
   test('a null in a field neither nullable nor defaulted is dropped; a null list item is 422 naming it', async () => {
     const created = await http('POST', REPLICATORS, replicator('nulls', { replicas: 1, image: null }));
     expect([created.status, created.json()['spec']]).toEqual([201, { replicas: 1 }]);
@@ -122,7 +170,7 @@ describe('custom resources: scale, categories, explain, nulls, removal, clients'
   test('kubectl get of a category (all, or the definition’s own) lists the custom objects', async () => {
     const fleet = await kubectl(['get', 'fleet', '-n', 'default', '-o', 'name']);
     expect([fleet.code, fleet.stderr]).toEqual([0, '']);
-    expect(fleet.stdout.split('\n').filter(Boolean).sort()).toEqual(['replicator.scale.example.com/nulls', 'replicator.scale.example.com/r0', 'replicator.scale.example.com/r1']);
+    expect(fleet.stdout.split('\n').filter(Boolean).sort()).toEqual(['replicator.scale.example.com/nulls', 'replicator.scale.example.com/r0', 'replicator.scale.example.com/r1', 'replicator.scale.example.com/ssa']);
     const all = await kubectl(['get', 'all', '-n', 'default', '-o', 'name']);
     expect(all.stdout).toContain('replicator.scale.example.com/r1');
   });

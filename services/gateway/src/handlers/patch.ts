@@ -17,8 +17,17 @@ import { queryValues } from '../context';
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
 export const STRATEGIC = 'application/strategic-merge-patch+json';
-const APPLY_YAML = 'application/apply-patch+yaml';
-const APPLY_JSON = 'application/apply-patch+json';
+export const APPLY_YAML = 'application/apply-patch+yaml';
+export const APPLY_JSON = 'application/apply-patch+json';
+
+/** The field manager and force of a server-side apply: the manager is required. */
+export function applyOptions(req: Request): { fieldManager: string; force: boolean } {
+  const fieldManager = query(req, 'fieldManager') ?? '';
+  if (!fieldManager) {
+    throw ApiError.invalid({ group: 'meta.svc.io', kind: 'PatchOptions' }, '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
+  }
+  return { fieldManager, force: parseBoolParam(queryValues(req, 'force')) };
+}
 
 export async function handlePatch(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
@@ -36,12 +45,8 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const { fieldManager: updateManager, ...applyCtx } = writeContext(req, r);
   const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager };
   const patch = isApply ? parseYaml(body) : parseJson(body);
-  const fieldManager = query(req, 'fieldManager') ?? '';
-  const force = parseBoolParam(queryValues(req, 'force'));
+  const { fieldManager, force } = isApply ? applyOptions(req) : { fieldManager: '', force: false };
   if (isApply) {
-    if (!fieldManager) {
-      throw ApiError.invalid({ group: 'meta.svc.io', kind: 'PatchOptions' }, '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
-    }
     if (!isJsonObject(patch)) throw ApiError.badRequest('the apply configuration must be an object');
   } else if (query(req, 'force') !== undefined) {
     throw ApiError.badRequest('force: Forbidden: may not be specified for non-apply patch');
