@@ -123,8 +123,15 @@ describe('client libraries as a service account', () => {
   test('after the binding is deleted, both libraries get 403 again within a few seconds', async () => {
     expect((await kubectl(['delete', 'rolebinding', 'app-cm-user', '-n', NAMESPACE])).code).toBe(0);
     const deletedAt = Date.now();
-    // Polled with a plain list, so that no library run can create while the grant is still in force.
-    await until(async () => ((await tokenRequest(env, 'GET', `/api/v1/namespaces/${NAMESPACE}/configmaps`, token)).status === 403 ? true : undefined), 10000);
+    // Polled with a plain list and a dry-run create, so that no library run can create while the
+    // grant is still in force: the gateway keeps each decision (per verb) for up to a second.
+    const refused = async (): Promise<boolean> => {
+      const list = await tokenRequest(env, 'GET', `/api/v1/namespaces/${NAMESPACE}/configmaps`, token);
+      const probe = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe' } });
+      const create = await tokenRequest(env, 'POST', `/api/v1/namespaces/${NAMESPACE}/configmaps?dryRun=All`, token, probe, { 'content-type': 'application/json' });
+      return list.status === 403 && create.status === 403;
+    };
+    await until(async () => ((await refused()) ? true : undefined), 10000);
     expect(Date.now() - deletedAt).toBeLessThan(5000);
     const node = await clientNode('after-node');
     const py = await python('after-python');
