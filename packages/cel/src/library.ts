@@ -1,7 +1,7 @@
 import { celFunc, celMethod, CelScalar, isCelList, isCelMap, isCelUint, listType, mapType, type CelFunc, type CelList, type CelValue } from '@bufbuild/cel';
-import { RE2JS } from '@bufbuild/re2';
 import type { CelDeclaredType } from './checks';
 import { quantityLibrary } from './quantity';
+import { compileSearcher, findAllMatches, type Searcher } from './regex-search';
 
 /**
  * The functions the original server adds to every CEL environment
@@ -13,11 +13,9 @@ import { quantityLibrary } from './quantity';
  * string extension (`lowerAscii`, `replace`, `split`, `join`, ...) comes
  * with the library's own `strings` extension.
  *
- * Regular expressions take RE2 syntax. `find` and `findAll` first ask the
- * library's RE2 port (linear time) whether the input matches at all; only
- * then is the match located, with JavaScript's engine, which a pattern
- * that RE2 accepts and that is known to match finds without backtracking
- * over a failed search.
+ * Regular expressions take RE2 syntax and run in linear time: `matches`
+ * on the RE2 port, `find` and `findAll` on its compiled program run as a
+ * Pike VM (regex-search.ts), so a pattern cannot make a rule backtrack.
  */
 
 const LIST = listType(CelScalar.DYN);
@@ -107,19 +105,17 @@ function fail(message: string): never {
 // ---- regular expressions ----
 
 /** Compiled patterns, bounded: expressions and their constant patterns are few, the map only avoids recompiling per call. */
-const patterns = new Map<string, { re2: RE2JS; js: RegExp }>();
+const patterns = new Map<string, Searcher>();
 const MAX_PATTERNS = 500;
 
-function pattern(source: string): { re2: RE2JS; js: RegExp } {
+function pattern(source: string): Searcher {
   let p = patterns.get(source);
   if (!p) {
-    let re2: RE2JS;
     try {
-      re2 = RE2JS.compile(source);
+      p = compileSearcher(source);
     } catch (err) {
       throw new Error(`invalid regex pattern ${JSON.stringify(source)}: ${(err as Error).message}`);
     }
-    p = { re2, js: new RegExp(source, 'gu') };
     if (patterns.size >= MAX_PATTERNS) patterns.clear();
     patterns.set(source, p);
   }
@@ -127,17 +123,8 @@ function pattern(source: string): { re2: RE2JS; js: RegExp } {
 }
 
 function findAllIn(input: string, source: string, limit: number): string[] {
-  const p = pattern(source);
-  if (limit === 0 || !p.re2.test(input)) return [];
-  const re = new RegExp(p.js.source, 'gu');
-  const out: string[] = [];
-  for (let m = re.exec(input); m !== null && (limit < 0 || out.length < limit); m = re.exec(input)) {
-    out.push(m[0]);
-    if (m[0] === '') re.lastIndex++;
-    // Past the last match: RE2 says whether another one exists before the backtracking engine searches.
-    if (re.lastIndex >= input.length || !p.re2.test(input.slice(re.lastIndex))) break;
-  }
-  return out;
+  if (limit === 0) return [];
+  return findAllMatches(pattern(source), input, limit);
 }
 
 // ---- URLs ----
