@@ -13,3 +13,4 @@ export * from './meta';
 export * from './duplicate-fields';
 export * from './node-identity';
 export * from './pod-references';
+export * from './group-names';

@@ -153,7 +153,8 @@ export function applyCustomResourceDefinitionDefaults(obj: ApiObject): void {
   else if (conversion['strategy'] === undefined) conversion['strategy'] = 'None';
 }
 
-function storageVersionOf(obj: ApiObject): string | undefined {
+/** The version a definition stores its objects in (the one marked `storage: true`). */
+export function crdStorageVersion(obj: ApiObject): string | undefined {
   return asString(asList(asRecord(obj['spec'])?.['versions']).filter(isRecord).find((v) => v['storage'] === true)?.['name']);
 }
 
@@ -163,7 +164,7 @@ function storageVersionOf(obj: ApiObject): string | undefined {
  * object can be stored in a version the list does not name yet.
  */
 function recordStorageVersion(obj: ApiObject): void {
-  const version = storageVersionOf(obj);
+  const version = crdStorageVersion(obj);
   const status = asRecord(obj['status']);
   if (!version || !status) return;
   const stored = asList(status['storedVersions']).filter((v): v is string => typeof v === 'string');

@@ -57,6 +57,7 @@ export {
   crdCondition,
   crdConditionTrue,
   customResourceDefinitionDefinition,
+  crdStorageVersion,
 } from './custom-resource-definition';
 export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from './crd-validation';
 export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';

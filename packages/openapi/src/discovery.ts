@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
-import { groupVersion } from '@svc/apimachinery';
+import { groupVersion, upstreamGroupName } from '@svc/apimachinery';
 
 /**
  * The legacy discovery documents, derived from the registry on every call so
@@ -134,13 +134,6 @@ export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
  * named without a group resolves to ours). Requests through an upstream name are served as ours,
  * and answers name the group the client used.
  */
-const OUR_GROUP_SUFFIX = '.svc.io';
-const UPSTREAM_GROUP_SUFFIX = '.k8s.io';
-
-/** The upstream name of one of our groups, or undefined for groups without one. */
-export function upstreamGroupName(group: string): string | undefined {
-  return group.endsWith(OUR_GROUP_SUFFIX) ? `${group.slice(0, -OUR_GROUP_SUFFIX.length)}${UPSTREAM_GROUP_SUFFIX}` : undefined;
-}
 
 function renamedGroup(group: ApiGroup, name: string): ApiGroup {
   const rename = (v: GroupVersionForDiscovery): GroupVersionForDiscovery => ({ groupVersion: `${name}/${v.version}`, version: v.version });

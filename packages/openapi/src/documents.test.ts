@@ -1,6 +1,6 @@
-import { ResourceRegistry, STANDARD_VERBS, isJsonObject, type JsonObject, type JsonValue, type ResourceDefinition } from '@svc/apimachinery';
+import { ResourceRegistry, upstreamGroupName, STANDARD_VERBS, isJsonObject, type JsonObject, type JsonValue, type ResourceDefinition } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, upstreamGroupName, withUpstreamGroupNames } from './discovery';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, withUpstreamGroupNames } from './discovery';
 import { OpenApiDocuments, openApiV2, openApiV3Discovery, openApiV3GroupVersion } from './documents';
 
 function builtins(): ResourceRegistry {

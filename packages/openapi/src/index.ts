@@ -7,7 +7,7 @@
  */
 export { OpenApiDocuments, openApiV2, openApiV3Discovery, openApiV3GroupVersion } from './documents';
 export type { DocumentOptions } from './documents';
-export { apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, storageVersionHash, upstreamGroupName, withUpstreamGroupNames } from './discovery';
+export { apiGroup, apiGroupList, apiResourceList, apiVersions, asRequestedGroup, storageVersionHash, withUpstreamGroupNames } from './discovery';
 export type { ApiGroup, ApiGroupList, ApiResource, ApiResourceList, ApiVersions, GroupVersionForDiscovery, ServerAddressByClientCidr } from './discovery';
 export { EXTENSION_ALIASES, convertSchema } from './schema-convert';
 export type { Dialect } from './schema-convert';

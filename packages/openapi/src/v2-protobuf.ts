@@ -36,19 +36,17 @@ class Writer {
     this.chunks.push(Buffer.from(bytes));
   }
 
+  /** A string field; empty strings are the default and are left out. */
   string(field: number, value: unknown): void {
-    if (typeof value !== 'string' || value === '') return;
-    const bytes = Buffer.from(value, 'utf8');
-    this.tag(field, 2);
-    this.varint(bytes.length);
-    this.chunks.push(bytes);
+    if (typeof value === 'string' && value !== '') this.text(field, value);
   }
 
+  /** A repeated string field: every element is written, empty ones too. */
   strings(field: number, value: unknown): void {
-    if (Array.isArray(value)) for (const v of value) if (typeof v === 'string') this.forceString(field, v);
+    if (Array.isArray(value)) for (const v of value) if (typeof v === 'string') this.text(field, v);
   }
 
-  private forceString(field: number, value: string): void {
+  private text(field: number, value: string): void {
     const bytes = Buffer.from(value, 'utf8');
     this.tag(field, 2);
     this.varint(bytes.length);

@@ -29,6 +29,14 @@ export class FieldReader {
     return value as JsonObject;
   }
 
+  /** The document's `apiVersion` is one of `versions` and its `kind` is `kind`. */
+  typeMeta(root: JsonObject, kind: string, versions: readonly string[]): void {
+    if (!versions.includes(String(root['apiVersion']))) {
+      this.problem('apiVersion', `Unsupported value: ${JSON.stringify(root['apiVersion'] ?? '')}: supported values: ${versions.map((v) => JSON.stringify(v)).join(', ')}`);
+    }
+    if (root['kind'] !== kind) this.problem('kind', `Unsupported value: ${JSON.stringify(root['kind'] ?? '')}: supported values: ${JSON.stringify(kind)}`);
+  }
+
   list(value: unknown, field: string): unknown[] {
     if (value === undefined || value === null) return [];
     if (!Array.isArray(value)) {

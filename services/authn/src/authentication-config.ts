@@ -1,5 +1,4 @@
 import { X509Certificate } from 'node:crypto';
-import * as fs from 'node:fs';
 import { FieldReader, parseConfigDocument } from '@svc/service-kit';
 import { compileExpression, CelCompileError, type CelVariable, type CompiledExpression } from './cel';
 import { ASYMMETRIC_ALGORITHMS, type ClaimOrExpression, type JwtIssuerSettings } from './jwt-authenticator';
@@ -236,10 +235,7 @@ export function parseAuthenticationConfig(text: string, file: string, serviceAcc
   const r = new Reader();
   const root = r.object(doc, '<root>', ['apiVersion', 'kind', 'jwt', 'anonymous']);
   if (!root) throw new AuthenticationConfigError(`${file}: not an AuthenticationConfiguration document`);
-  if (!AUTHENTICATION_CONFIG_VERSIONS.includes(String(root['apiVersion']))) {
-    r.problem('apiVersion', `Unsupported value: ${JSON.stringify(root['apiVersion'])}: supported values: ${AUTHENTICATION_CONFIG_VERSIONS.map((v) => JSON.stringify(v)).join(', ')}`);
-  }
-  if (root['kind'] !== 'AuthenticationConfiguration') r.problem('kind', `Unsupported value: ${JSON.stringify(root['kind'])}: supported values: "AuthenticationConfiguration"`);
+  r.typeMeta(root, 'AuthenticationConfiguration', AUTHENTICATION_CONFIG_VERSIONS);
   const entries = r.list(root['jwt'], 'jwt');
   if (entries.length > MAX_JWT_AUTHENTICATORS) r.problem('jwt', `Too many: ${entries.length}: must have at most ${MAX_JWT_AUTHENTICATORS} items`);
   const jwt: JwtIssuerSettings[] = [];
@@ -270,12 +266,3 @@ export function parseAuthenticationConfig(text: string, file: string, serviceAcc
   return config;
 }
 
-export function readAuthenticationConfig(file: string, serviceAccountIssuers: string[] = []): AuthenticationConfig {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new AuthenticationConfigError(`${file}: ${(err as Error).message}`);
-  }
-  return parseAuthenticationConfig(text, file, serviceAccountIssuers);
-}

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
-import type { Logger } from '@svc/service-kit';
-import { AuthenticationConfigError, readAuthenticationConfig, type AnonymousSettings, type AuthenticationConfig } from './authentication-config';
+import { watchFileContent, type FileWatch, type Logger } from '@svc/service-kit';
+import { AuthenticationConfigError, parseAuthenticationConfig, type AnonymousSettings, type AuthenticationConfig } from './authentication-config';
 import { jwtAuthenticator, type JwtAuthenticator, type JwtIssuerSettings } from './jwt-authenticator';
 import { NOT_MINE, type TokenAuthenticator } from './methods';
 
@@ -29,7 +29,9 @@ export class JwtMethods implements TokenAuthenticator {
   readonly name = 'jwt';
   private issuers: JwtAuthenticator[] = [];
   private anonymousSettings: AnonymousSettings | undefined;
-  private watching: string | undefined;
+  private watching: FileWatch | undefined;
+  /** The content `read` last validated: what a change is measured against. */
+  private readText = '';
 
   constructor(
     private readonly log: Logger,
@@ -42,7 +44,19 @@ export class JwtMethods implements TokenAuthenticator {
 
   /** Reads and validates the configuration file; an AuthenticationConfigError names the file and the field. */
   read(file: string): AuthenticationConfig {
-    const config = readAuthenticationConfig(file, this.options.serviceAccountIssuers ?? []);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new AuthenticationConfigError(`${file}: ${(err as Error).message}`);
+    }
+    const config = this.parse(text, file);
+    this.readText = text;
+    return config;
+  }
+
+  private parse(text: string, file: string): AuthenticationConfig {
+    const config = parseAuthenticationConfig(text, file, this.options.serviceAccountIssuers ?? []);
     if (config.anonymous && this.options.anonymousAuthExplicit) throw new AuthenticationConfigError(`${file}: anonymous: Forbidden: may not be set together with --anonymous-auth`);
     return config;
   }
@@ -75,22 +89,27 @@ export class JwtMethods implements TokenAuthenticator {
     return NOT_MINE;
   }
 
-  /** Reads `file` again whenever it changes (polled every `intervalMs`). */
+  /** Reads `file` again whenever its content changes (change events, and a poll every `intervalMs`). */
   watch(file: string, intervalMs = 1000): void {
-    this.watching = file;
-    fs.watchFile(file, { interval: intervalMs, persistent: false }, (curr, prev) => {
-      if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
-      try {
-        const config = this.read(file);
-        this.apply(config);
-        this.log.info('authentication configuration reloaded', { file, issuers: config.jwt.map((j) => j.url) });
-      } catch (err) {
-        this.log.error('authentication configuration refused; keeping the last good one', { file, err: (err as Error).message });
-      }
-    });
+    this.close();
+    this.watching = watchFileContent(
+      file,
+      this.readText,
+      (text) => {
+        try {
+          const config = this.parse(text, file);
+          this.apply(config);
+          this.log.info('authentication configuration reloaded', { file, issuers: config.jwt.map((j) => j.url) });
+        } catch (err) {
+          this.log.error('authentication configuration refused; keeping the last good one', { file, err: (err as Error).message });
+        }
+      },
+      { pollMs: intervalMs },
+    );
   }
 
   close(): void {
-    if (this.watching) fs.unwatchFile(this.watching);
+    this.watching?.close();
+    this.watching = undefined;
   }
 }

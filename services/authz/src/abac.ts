@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
-import type { UserInfo } from '@svc/apimachinery';
+import { canonicalGroup, type UserInfo } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import { AuthorizationConfigError, type Attributes, type Authorizer, type Mode } from './authorizer';
-import { canonicalGroup, type PolicyRule } from './rbac';
+import type { PolicyRule } from './rbac';
 
 /**
  * The ABAC mode (SPEC section 5, `--authorization-policy-file`), as the

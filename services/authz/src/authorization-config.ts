@@ -235,10 +235,7 @@ export function parseAuthorizationConfig(text: string, file: string): Authorizat
   const r = new Reader();
   const root = r.object(doc, '<root>', ['apiVersion', 'kind', 'authorizers']);
   if (!root) throw new AuthorizationConfigFileError(`${file}: not an AuthorizationConfiguration document`);
-  if (!AUTHORIZATION_CONFIG_VERSIONS.includes(String(root['apiVersion']))) {
-    r.problem('apiVersion', `Unsupported value: ${JSON.stringify(root['apiVersion'] ?? '')}: supported values: ${AUTHORIZATION_CONFIG_VERSIONS.map((v) => JSON.stringify(v)).join(', ')}`);
-  }
-  if (root['kind'] !== 'AuthorizationConfiguration') r.problem('kind', `Unsupported value: ${JSON.stringify(root['kind'] ?? '')}: supported values: "AuthorizationConfiguration"`);
+  r.typeMeta(root, 'AuthorizationConfiguration', AUTHORIZATION_CONFIG_VERSIONS);
   const raw = r.list(root['authorizers'], 'authorizers');
   if (raw.length === 0) r.problem('authorizers', 'Required value: at least one authorization mode must be defined');
   const authorizers: AuthorizerEntry[] = [];

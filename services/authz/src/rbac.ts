@@ -1,4 +1,4 @@
-import type { ApiObject, UserInfo } from '@svc/apimachinery';
+import { canonicalGroup, type ApiObject, type UserInfo } from '@svc/apimachinery';
 import type { Attributes, AuthorizerDecision } from './authorizer';
 
 /**
@@ -34,11 +34,6 @@ export interface Binding {
 }
 
 const SERVICE_ACCOUNT_PREFIX = 'system:serviceaccount:';
-
-/** Our name of a group written with its upstream name in a rule (`apps` stays `apps`). */
-export function canonicalGroup(group: string): string {
-  return group.endsWith('.k8s.io') ? `${group.slice(0, -'.k8s.io'.length)}.svc.io` : group;
-}
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];

@@ -1,5 +1,5 @@
 import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
-import { APIEXTENSIONS_GROUP, builtinResources, CRD_CLEANUP_FINALIZER, servedNames, specNames, type CustomResourceNames } from '@svc/kinds';
+import { APIEXTENSIONS_GROUP, builtinResources, CRD_CLEANUP_FINALIZER, crdStorageVersion, servedNames, specNames, type CustomResourceNames } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
 import { runListWatch } from './list-watch';
@@ -73,11 +73,6 @@ function sameGroup(crd: ApiObject): string {
   return ((crd['spec'] as { group?: string } | undefined)?.group ?? '').toString();
 }
 
-function storageVersion(crd: ApiObject): string | undefined {
-  const versions = (crd['spec'] as { versions?: Array<{ name?: string; storage?: boolean }> } | undefined)?.versions ?? [];
-  return versions.find((v) => v.storage === true)?.name;
-}
-
 function setCondition(conditions: Condition[], next: Condition, now: string): Condition[] {
   const existing = conditions.find((c) => c.type === next.type);
   const lastTransitionTime = existing && existing.status === next.status ? (existing.lastTransitionTime ?? now) : now;
@@ -103,7 +98,7 @@ export function desiredCrdStatus(crd: ApiObject, others: ApiObject[], now: Date)
   }
   status['conditions'] = conditions;
   const stored = ((status['storedVersions'] as string[] | undefined) ?? []).slice();
-  const version = storageVersion(crd);
+  const version = crdStorageVersion(crd);
   if (version && !stored.includes(version)) stored.push(version);
   status['storedVersions'] = stored;
   return status;
@@ -224,7 +219,7 @@ export class CustomResourceDefinitionController {
     if (!(crd.metadata?.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER)) return;
     const group = sameGroup(crd);
     const names = servedNames(crd);
-    const version = storageVersion(crd);
+    const version = crdStorageVersion(crd);
     let remaining = 0;
     if (names && version) {
       const base = `/apis/${group}/${version}`;

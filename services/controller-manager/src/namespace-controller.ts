@@ -1,4 +1,4 @@
-import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
+import { ApiError, canonicalGroup, rfc3339, type ApiObject } from '@svc/apimachinery';
 import { NAMESPACE_FINALIZER } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient, WatchEvent } from './client';
@@ -196,7 +196,7 @@ export class NamespaceController {
     const groups = await this.client.request<ApiGroupList>('GET', '/apis');
     // Discovery lists our groups a second time under their upstream names; those are the same objects.
     const names = new Set((groups.groups ?? []).map((g) => g.name));
-    const isAlias = (name: string): boolean => name.endsWith('.k8s.io') && names.has(`${name.slice(0, -'.k8s.io'.length)}.svc.io`);
+    const isAlias = (name: string): boolean => canonicalGroup(name) !== name && names.has(canonicalGroup(name));
     for (const g of (groups.groups ?? []).filter((x) => !isAlias(x.name))) {
       const gv = g.preferredVersion?.groupVersion;
       if (gv) lists.push({ base: `/apis/${gv}`, group: gv.slice(0, gv.indexOf('/')), list: await this.client.request<ApiResourceList>('GET', `/apis/${gv}`) });

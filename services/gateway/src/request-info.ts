@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/apimachinery';
+import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import { parseBoolParam } from './query-bool';
 
 /**
@@ -34,19 +34,6 @@ export interface RequestInfo {
    * the client's.
    */
   requestedGroup?: string;
-}
-
-/** The upstream suffix of API group names, and ours. */
-const UPSTREAM_GROUP_SUFFIX = '.k8s.io';
-const GROUP_SUFFIX = '.svc.io';
-
-/**
- * Our name of a group a client built against upstream type names may use in
- * a path or an apiVersion (`authentication.k8s.io` → `authentication.svc.io`);
- * other names unchanged.
- */
-export function canonicalGroup(group: string): string {
-  return group.endsWith(UPSTREAM_GROUP_SUFFIX) ? `${group.slice(0, -UPSTREAM_GROUP_SUFFIX.length)}${GROUP_SUFFIX}` : group;
 }
 
 // Subresources of a namespace, addressed as /namespaces/<name>/<sub>.

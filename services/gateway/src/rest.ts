@@ -1,8 +1,8 @@
-import { canonicalGroup } from './request-info';
 import { checkRbacEscalation } from './rbac-escalation';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
+  canonicalGroup,
   checkAgainstSchema,
   generateNameFrom,
   groupVersion,

@@ -1,8 +1,7 @@
 import type { Request, Response } from 'express';
-import { ApiError } from '@svc/apimachinery';
+import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import type { GatewayDeps } from './backends';
 import { addWarning, requestInfoFrom } from './context';
-import { canonicalGroup } from './request-info';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
@@ -16,6 +15,7 @@ import { handleScale } from './handlers/scale';
 import { handleUpdate } from './handlers/update';
 import { handleWatch } from './handlers/watch';
 import type { ResourceHandler } from './handlers/common';
+import { parseMediaRanges } from './negotiation';
 import { pretty, writeBody } from './responses';
 
 /**
@@ -138,15 +138,14 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
 
 /**
  * Whether the client asks for the protobuf form of `/openapi/v2` (kubectl
- * does, for client-side validation) before JSON: the first of the two media
- * types in its Accept list that it does not refuse with `q=0`.
+ * does, for client-side validation) before JSON: of its Accept ranges, by
+ * preference, the first that names either form (and is not refused with `q=0`).
  */
 export function wantsOpenApiV2Protobuf(accept: string | undefined): boolean {
-  for (const part of (accept ?? '').split(',')) {
-    const [type = '', ...params] = part.split(';').map((x) => x.trim().toLowerCase());
-    if (params.some((p) => /^q=0(\.0*)?$/.test(p))) continue;
-    if (type === OPENAPI_V2_PROTOBUF || type === OPENAPI_V2_PROTOBUF_ALT) return true;
-    if (type === 'application/json' || type === '*/*' || type === 'application/*') return false;
+  for (const range of parseMediaRanges(accept)) {
+    if (Number(range.params['q'] ?? '1') === 0) continue;
+    if (range.type === OPENAPI_V2_PROTOBUF || range.type === OPENAPI_V2_PROTOBUF_ALT) return true;
+    if (range.type === 'application/json' || range.type === '*/*' || range.type === 'application/*') return false;
   }
   return false;
 }

@@ -1,11 +1,10 @@
 import type { Request, Response } from 'express';
-import { ApiError, checkAgainstSchema, isJsonObject, type ApiObject, type JsonObject, type StatusCause, type UserInfo } from '@svc/apimachinery';
+import { ApiError, canonicalGroup, checkAgainstSchema, isJsonObject, type ApiObject, type JsonObject, type StatusCause, type UserInfo } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { AUTHENTICATION_GROUP, AUTHORIZATION_GROUP } from '@svc/kinds';
 import { modesReason } from '@svc/authz/client';
 import { requestIdFrom, userFrom } from '../context';
 import { decodeBody, negotiateOutput } from '../negotiation';
-import { canonicalGroup } from '../request-info';
 import { writeBody } from '../responses';
 import { parseDryRun, readBody, type ResourceHandler, type ResourceRequest } from './common';
 
