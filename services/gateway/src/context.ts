@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { UserInfo } from '@svc/apimachinery';
+import type { Attributes, AuthorizerDecision } from '@svc/authz/client';
 import type { Logger } from '@svc/service-kit';
 import type { RequestInfo } from './request-info';
 
@@ -12,7 +13,18 @@ interface RequestState {
   log: Logger;
   info?: RequestInfo;
   user?: UserInfo;
+  authorization?: RequestAuthorization;
   warnings: string[];
+}
+
+/**
+ * What the authorization filter allowed, and the authorizer it asked, so a
+ * later step that finds the request does more (an update or apply that
+ * creates) can ask again as what it does.
+ */
+export interface RequestAuthorization {
+  attributes: Attributes;
+  authorize(attrs: Attributes): Promise<AuthorizerDecision>;
 }
 
 const states = new WeakMap<Request, RequestState>();
@@ -58,6 +70,16 @@ export function userFrom(req: Request): UserInfo {
   const user = state(req).user;
   if (!user) throw new Error('user read before the authentication filter ran');
   return user;
+}
+
+export function withAuthorizationState(req: Request, authorization: RequestAuthorization): void {
+  state(req).authorization = authorization;
+}
+
+export function authorizationFrom(req: Request): RequestAuthorization {
+  const authorization = state(req).authorization;
+  if (!authorization) throw new Error('authorization read before the authorization filter ran');
+  return authorization;
 }
 
 /** Adds a `Warning` header entry to the response. */

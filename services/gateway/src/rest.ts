@@ -50,6 +50,11 @@ export interface WriteContext {
   fieldManager?: string;
   /** Keys the request body repeated (reported by fieldValidation like unknown fields). */
   duplicateFields?: string[];
+  /**
+   * Refuses (403) unless the requester may create: a write that turns out to
+   * create is authorized as `create` here, whichever verb reached it.
+   */
+  authorizeCreate(): Promise<void>;
   warn(text: string): void;
   now?: Date;
 }
@@ -208,19 +213,39 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
   return final;
 }
 
-export async function createObject(ctx: WriteContext, input: ApiObject): Promise<StoredResult> {
+/**
+ * The one comparison of a body's identity with the request's: the name must
+ * be the URL's (a missing name too is a mismatch) when the URL names one,
+ * and a namespace, when the body has one, the URL's. Every write passes here
+ * with what the client's body amounts to (the body itself, the patched
+ * object, the Scale), before any subresource takes its part of it.
+ */
+export function checkIdentity(def: Pick<ResourceDefinition, 'namespaced'>, obj: ApiObject, urlName: string | undefined, urlNamespace: string): void {
+  const name = obj.metadata?.name ?? '';
+  if (urlName !== undefined && name !== urlName) {
+    throw ApiError.badRequest(`the name of the object (${name}) does not match the name on the URL (${urlName})`);
+  }
+  const namespace = obj.metadata?.namespace;
+  if (def.namespaced && urlNamespace && namespace && namespace !== urlNamespace) {
+    throw ApiError.badRequest(`the namespace of the provided object (${namespace}) does not match the namespace sent on the request (${urlNamespace})`);
+  }
+}
+
+/**
+ * Creates an object: from a POST to its collection (`urlName` undefined), or
+ * from an update or apply of a missing name (then the body's name must be
+ * that name, and the requester must also be allowed to create).
+ */
+export async function createObject(ctx: WriteContext, input: ApiObject, urlName?: string): Promise<StoredResult> {
   const { def } = ctx;
   checkTypeMeta(def, input);
+  checkIdentity(def, input, urlName, ctx.namespace);
+  await ctx.authorizeCreate();
   const obj = decodeAgainstSchema(ctx, input);
   obj.apiVersion = groupVersion(def);
   obj.kind = def.kind;
   const meta = { ...(obj.metadata ?? {}) };
-  if (def.namespaced) {
-    if (meta.namespace && meta.namespace !== ctx.namespace) {
-      throw ApiError.badRequest('the namespace of the provided object does not match the namespace sent on the request');
-    }
-    meta.namespace = ctx.namespace;
-  }
+  if (def.namespaced) meta.namespace = ctx.namespace;
   if (meta.resourceVersion) throw ApiError.badRequest('resourceVersion should not be set on objects to be created');
   const generated = !meta.name && !!meta.generateName;
   if (generated) meta.name = generateNameFrom(meta.generateName as string);
@@ -273,11 +298,24 @@ export interface UpdateOutcome {
 }
 
 /**
+ * A write computed from the current object (empty when there is none): `sent`
+ * is what the client's body amounts to (the patched object, the Scale, the
+ * status body), whose identity is checked against the URL; `object` is what
+ * is to be stored (the same, unless a subresource maps it onto the object).
+ */
+export interface ComputedWrite {
+  sent: ApiObject;
+  object: ApiObject;
+}
+
+/**
  * Replaces an object. With `metadata.resourceVersion` the write is
  * compare-and-swap (a stale one is 409); without it the latest state is
- * replaced, retried if it changes underneath.
+ * replaced, retried if it changes underneath. `transform` computes the write
+ * from the current object (patches, subresources); without it `input` is
+ * the whole new object.
  */
-export async function updateObject(ctx: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ApiObject): Promise<UpdateOutcome> {
+export async function updateObject(ctx: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ComputedWrite): Promise<UpdateOutcome> {
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
@@ -288,17 +326,12 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
-    const candidate = transform ? transform(current?.object ?? {}) : input;
+    const { sent, object: candidate } = transform ? transform(current?.object ?? {}) : { sent: input, object: input };
     checkTypeMeta(def, candidate);
-    if (candidate.metadata?.name !== undefined && candidate.metadata.name !== name) {
-      throw ApiError.badRequest(`the name of the object (${candidate.metadata.name}) does not match the name on the URL (${name})`);
-    }
-    if (def.namespaced && candidate.metadata?.namespace && candidate.metadata.namespace !== ctx.namespace) {
-      throw ApiError.badRequest('the namespace of the provided object does not match the namespace sent on the request');
-    }
+    checkIdentity(def, sent, name, ctx.namespace);
     if (!current) {
-      if (!def.allowCreateOnUpdate) throw ApiError.notFound(gr(def), name);
-      const created = await createObject(ctx, { ...candidate, metadata: { ...(candidate.metadata ?? {}), name, resourceVersion: undefined } as ApiObject['metadata'] });
+      if (!def.allowCreateOnUpdate || ctx.subresource) throw ApiError.notFound(gr(def), name);
+      const created = await createObject(ctx, { ...candidate, metadata: { ...(candidate.metadata ?? {}), resourceVersion: undefined } as ApiObject['metadata'] }, name);
       return { result: created, created: true };
     }
     const obj = decodeAgainstSchema(ctx, candidate);

@@ -2,7 +2,7 @@ import { ApiError } from '@svc/apimachinery';
 import type { Attributes, AuthorizerDecision } from '@svc/authz/client';
 import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
-import { requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { requestIdFrom, requestInfoFrom, userFrom, withAuthorizationState, type RequestAuthorization } from '../context';
 import type { Handler } from './chain';
 import type { RequestInfo } from '../request-info';
 
@@ -87,8 +87,24 @@ export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Han
       name: selectedName(info),
       ...selectorsOf(info),
     };
-    const decision = await authorize(attrs, requestIdFrom(req));
+    const requestId = requestIdFrom(req);
+    const decision = await authorize(attrs, requestId);
     if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);
+    withAuthorizationState(req, { attributes: attrs, authorize: (other) => authorize(other, requestId) });
     await handler(req, res);
   };
+}
+
+/**
+ * Asks whether the request may create what its attributes name: an update or
+ * patch that turns out to create (PUT of a kind that allows create on update,
+ * server-side apply of a missing object) needs `create` as well as its own
+ * verb, as the original server authorizes such a write a second time. A
+ * request already authorized as `create` is not asked again.
+ */
+export async function authorizeAsCreate(authorization: RequestAuthorization): Promise<void> {
+  if (authorization.attributes.verb === 'create') return;
+  const attrs: Attributes = { ...authorization.attributes, verb: 'create' };
+  const decision = await authorization.authorize(attrs);
+  if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);
 }

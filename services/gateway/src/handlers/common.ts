@@ -2,7 +2,8 @@ import type { Request } from 'express';
 import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
 import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
-import { addWarning, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { addWarning, authorizationFrom, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { authorizeAsCreate } from '../filters/authorization';
 import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
 import type { FieldValidation, WriteContext } from '../rest';
@@ -72,6 +73,7 @@ export function writeContext(req: Request, r: ResourceRequest): WriteContext {
     dryRun: parseDryRun(req),
     fieldValidation: parseFieldValidation(req),
     fieldManager: fieldManagerOf(req),
+    authorizeCreate: () => authorizeAsCreate(authorizationFrom(req)),
     warn: (text) => addWarning(req, text),
   };
 }

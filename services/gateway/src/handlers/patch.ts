@@ -3,7 +3,7 @@ import { ApiError, groupVersion, isJsonObject, type ApiObject } from '@svc/apima
 import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
-import { createObject, updateObject } from '../rest';
+import { createObject, updateObject, type ComputedWrite } from '../rest';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
 import { queryValues } from '../context';
@@ -55,7 +55,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const def = writeDefinition(r.def, sub);
   const now = new Date();
 
-  const patched = (current: ApiObject): ApiObject => {
+  const patched = (current: ApiObject): ComputedWrite => {
     let next: unknown;
     switch (type) {
       case JSON_PATCH:
@@ -73,17 +73,18 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
       }
     }
     if (!isJsonObject(next)) throw ApiError.badRequest('the patched object is not an object');
+    // The patched object's name and namespace are checked against the URL by
+    // the update, so a patch that renames or moves the object is refused.
     const result = next as ApiObject;
-    // The patch may not move the object: its identity comes from the URL.
-    result.metadata = { ...(result.metadata ?? {}), name: r.info.name, resourceVersion: (result.metadata?.resourceVersion === current.metadata?.resourceVersion ? current.metadata?.resourceVersion : result.metadata?.resourceVersion) ?? '' };
-    if (!result.metadata.resourceVersion) delete result.metadata.resourceVersion;
-    return sub ? subresourceWrite(sub, result, current) : result;
+    if (result.metadata !== undefined && !isJsonObject(result.metadata)) throw ApiError.badRequest('metadata must be an object');
+    return { sent: result, object: sub ? subresourceWrite(sub, result, current) : result };
   };
 
   try {
     const outcome = await updateObject({ ...ctx, def }, r.info.name, {}, (current) => {
       if (!current.metadata) {
-        if (!isApply) throw ApiError.notFound({ group: r.def.group, resource: r.def.plural }, r.info.name);
+        // Apply creates a missing object, but never through a subresource.
+        if (!isApply || sub) throw ApiError.notFound({ group: r.def.group, resource: r.def.plural }, r.info.name);
         throw new MissingForApply();
       }
       return patched(current);
@@ -93,8 +94,8 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
     if (!(err instanceof MissingForApply)) throw err;
     // Server-side apply of a missing object creates it.
     const applied = apply({ live: undefined, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema });
-    const obj = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), name: r.info.name, managedFields: applied.managedFields } } as ApiObject;
-    const created = await createObject(ctx, obj);
+    const obj = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), managedFields: applied.managedFields } } as ApiObject;
+    const created = await createObject(ctx, obj, r.info.name);
     writeBody(req, res, 201, created.object, format, r.deps.protobuf);
   }
 }

@@ -82,19 +82,16 @@ export async function handleScale(req: Request, res: Response, r: ResourceReques
     const rv = scale.metadata?.resourceVersion;
     // A resourceVersion in the Scale is the client's precondition; without one the latest object is scaled.
     next.metadata = { ...(next.metadata ?? {}), resourceVersion: rv ? rv : current.metadata.resourceVersion };
-    return next;
+    return { sent: scale, object: next };
   });
   writeBody(req, res, 200, scaleFromObject(outcome.result.object, paths).scale, format);
 }
 
-/** A Scale sent by the client: its type meta and field types checked, its name the URL's. */
+/** A Scale sent by the client: its type meta and field types checked (its name and namespace are the update's to check). */
 function decodeScale(ctx: WriteContext, r: ResourceRequest, obj: ApiObject): ApiObject {
   const kind = scaleKind(r.def);
   checkTypeMeta(kind, obj);
-  const scale = decodeAgainstSchema({ ...ctx, def: kind }, obj);
-  const name = scale.metadata?.name;
-  if (name !== undefined && name !== r.info.name) throw ApiError.badRequest(`the name of the object (${name}) does not match the name on the URL (${r.info.name})`);
-  return scale;
+  return decodeAgainstSchema({ ...ctx, def: kind }, obj);
 }
 
 /** The Scale of the current object, spec replicas unset marked so that a write setting none is refused. */

@@ -17,7 +17,7 @@ export async function handleUpdate(req: Request, res: Response, r: ResourceReque
   const ctx = { ...writeContext(req, r), duplicateFields };
   const sub = r.info.subresource;
   if (sub) {
-    const outcome = await updateObject({ ...ctx, def: writeDefinition(r.def, sub) }, r.info.name, obj, (current) => subresourceWrite(sub, obj, current));
+    const outcome = await updateObject({ ...ctx, def: writeDefinition(r.def, sub) }, r.info.name, obj, (current) => ({ sent: obj, object: subresourceWrite(sub, obj, current) }));
     writeStored(req, res, 200, outcome.result, format, r.deps.protobuf);
     return;
   }
