@@ -1,5 +1,5 @@
 # The two commands: `make up` runs the whole system, `make test` passes every test.
-.PHONY: up test build setup setup-test lint bench clean
+.PHONY: up test build setup setup-test lint bench fuzz clean
 
 setup:
 	@scripts/setup
@@ -22,6 +22,10 @@ lint: build
 
 bench: build
 	node bench/dist/main.js
+
+# 10,000 seeded hostile requests against the whole system (SVC_FUZZ_SEED, SVC_FUZZ_REQUESTS).
+fuzz: build
+	node test/dist/fuzz/main.js
 
 clean:
 	npm run clean
