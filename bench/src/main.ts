@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { connect } from 'nats';
-import { benchRbac } from '@svc/authz';
+import { benchRbac } from './rbac-decision';
 import { benchApply } from '@svc/merge';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';

@@ -1,5 +1,8 @@
 import { children, identName, type Expr } from './ast';
 import { LIBRARY_RESULT_TYPES } from './library';
+import type { CelDeclaredType } from './declared-type';
+
+export type { CelDeclaredType } from './declared-type';
 
 /**
  * Static checks done at compile time: every identifier is a declared
@@ -9,24 +12,6 @@ import { LIBRARY_RESULT_TYPES } from './library';
  * accepted everywhere, so it refuses only what would certainly fail (as the
  * original's type checker does for declared types).
  */
-
-/** The declared type of a variable or of a part of it. */
-export type CelDeclaredType =
-  | 'dyn'
-  | 'bool'
-  | 'int'
-  | 'uint'
-  | 'double'
-  | 'string'
-  | 'bytes'
-  | 'null'
-  | 'type'
-  /** A Kubernetes resource quantity (only results of the library's `quantity` functions have it). */
-  | 'quantity'
-  | { list: CelDeclaredType }
-  | { map: CelDeclaredType }
-  /** A message-like object: only these fields exist; each may be absent at run time (then selecting it is an error; `has()` tests it). */
-  | { object: Readonly<Record<string, CelDeclaredType>> };
 
 /** Type names CEL allows as identifiers (`type(x) == string`). */
 const TYPE_IDENTIFIERS = new Set(['bool', 'int', 'uint', 'double', 'string', 'bytes', 'list', 'map', 'null_type', 'type', 'dyn']);

@@ -22,4 +22,4 @@ export {
 } from './expression';
 export { unknownShape, type Shape } from './cost';
 export { kubernetesLibrary } from './library';
-export type { CelDeclaredType } from './checks';
+export type { CelDeclaredType } from './declared-type';

@@ -1,5 +1,5 @@
 import { celFunc, celMethod, CelScalar, isCelList, isCelMap, isCelUint, listType, mapType, type CelFunc, type CelList, type CelValue } from '@bufbuild/cel';
-import type { CelDeclaredType } from './checks';
+import type { CelDeclaredType } from './declared-type';
 import { quantityLibrary } from './quantity';
 import { compileSearcher, findAllMatches, type Searcher } from './regex-search';
 

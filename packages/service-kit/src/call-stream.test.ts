@@ -2,7 +2,7 @@ import { ApiError } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
 import { CallStream, CallsServer } from './call-stream';
 import { channelTo, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
-import { makeTestPki } from './test-pki';
+import { makeTestPki } from './testing/pki';
 import type { Logger } from './logger';
 
 const quiet = (): Logger => {

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { storage } from '@svc/proto';
 import { channelTo, startGrpcServer, unary, type GrpcServerHandle } from './grpc';
 import type { Logger } from './logger';
-import { makeTestPki } from './test-pki';
+import { makeTestPki } from './testing/pki';
 
 /** The identity rule of every gRPC server: allowed callers only, a verified certificate of the internal CA required. */
 describe('internal mutual TLS', () => {

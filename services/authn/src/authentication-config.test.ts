@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createLogger } from '@svc/service-kit';
-import { makeTestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki } from '@svc/service-kit/testing/pki';
 import { AUTHENTICATION_CONFIG_VERSIONS, parseAuthenticationConfig } from './authentication-config';
 import { JwtMethods } from './jwt-methods';
 

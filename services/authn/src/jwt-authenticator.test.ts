@@ -3,12 +3,12 @@ import * as https from 'node:https';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createLogger, parseFlags } from '@svc/service-kit';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { parseAuthenticationConfig } from './authentication-config';
 import { AUTHN_FLAGS, authenticationConfigFile, oidcSettings } from './flags';
 import { jwtAuthenticator } from './jwt-authenticator';
 import { JwtMethods } from './jwt-methods';
-import { startTestIssuer, type TestIssuer } from './test-issuer';
+import { startTestIssuer, type TestIssuer } from './testing/oidc-issuer';
 
 const REQUIRED = ['--internal-ca-file=ca.crt', '--internal-cert-file=authn.crt', '--internal-key-file=authn.key'];
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 
 /**
  * The service process itself: a configuration it must refuse ends it at

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { X509Certificate as NodeCertificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { createAuthenticator } from './authenticator';
 import { loadRequestHeaderCas, requestHeaderAuthenticator, type RequestHeaderOptions } from './request-header';
 import { clientCertificateAuthenticator, parseCaBundle } from './x509';

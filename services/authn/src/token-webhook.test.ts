@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { createLogger } from '@svc/service-kit';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { interpretReply, loadWebhookConfig, tokenWebhookAuthenticator, type TokenWebhookOptions } from './token-webhook';
 
 interface Answer {

@@ -1,38 +1,12 @@
-import type { UserInfo } from '@svc/apimachinery';
-import { NO_OPINION_PREFIX } from './client';
+import { NO_OPINION_PREFIX, type Attributes, type AuthorizerDecision } from './contract';
+
+export type { Attributes, AuthorizerDecision, Decision } from './contract';
 
 /**
  * Authorization modes, consulted in order; the first that allows or denies
  * decides, and if none has an opinion the request is denied (SPEC section 5).
  * Members of `system:masters` may do everything, before any mode is asked.
  */
-export type Decision = 'allow' | 'deny' | 'no-opinion';
-
-export interface Attributes {
-  user: UserInfo;
-  resourceRequest: boolean;
-  verb: string;
-  path: string;
-  apiGroup: string;
-  apiVersion: string;
-  resource: string;
-  subresource: string;
-  namespace: string;
-  name: string;
-  /**
-   * The request's `labelSelector` and `fieldSelector` as sent (list, watch,
-   * deletecollection): modes that allow reads only through a selector (Node)
-   * parse them. Absent or empty: no selector.
-   */
-  labelSelector?: string;
-  fieldSelector?: string;
-}
-
-export interface AuthorizerDecision {
-  decision: Decision;
-  reason: string;
-}
-
 export type Authorizer = (attrs: Attributes) => AuthorizerDecision | Promise<AuthorizerDecision>;
 
 export const MASTERS_GROUP = 'system:masters';

@@ -1,23 +1,9 @@
 import type { UserInfo } from '@svc/apimachinery';
 import { authz } from '@svc/proto';
 import { callUnary, toProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
-import type { Attributes, AuthorizerDecision } from './authorizer';
+import type { Attributes, AuthorizerDecision } from './contract';
 
-export type { Attributes, AuthorizerDecision };
-
-/** How the reason of a decision nobody had an opinion on begins (then the modes, and what they said). */
-export const NO_OPINION_PREFIX = 'none of the authorization modes (';
-
-/**
- * What the modes themselves said about a decision, without the summary of a
- * refusal: what access reviews report as their reason, as the original
- * server does (kubectl auth can-i prints it after "no").
- */
-export function modesReason(d: AuthorizerDecision): string {
-  if (!d.reason.startsWith(NO_OPINION_PREFIX)) return d.reason;
-  const rest = d.reason.indexOf('; ');
-  return rest < 0 ? '' : d.reason.slice(rest + 2);
-}
+export { NO_OPINION_PREFIX, modesReason, type Attributes, type AuthorizerDecision, type Decision } from './contract';
 
 /** An RBAC rule as the review APIs and the escalation check carry it. */
 export interface Rule {

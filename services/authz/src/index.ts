@@ -7,4 +7,3 @@ export { AuthzClient } from './client';
 export { chain, parseModes, privilegedGroupAuthorizer, MASTERS_GROUP, MODES, AuthorizationConfigError, type Attributes, type Authorizer, type AuthorizerDecision, type Decision, type Mode } from './authorizer';
 export { AUTHZ_FLAGS } from './flags';
 export { RbacPolicy, ruleAllows, uncoveredRules, type PolicyRule, type Binding, type Subject } from './rbac';
-export { benchRbac } from './bench';

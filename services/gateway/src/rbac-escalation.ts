@@ -1,7 +1,7 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import type { Rule } from '@svc/authz/client';
 import { RBAC_GROUP } from '@svc/kinds';
-import type { WriteContext } from './rest';
+import type { WriteContext } from './write-context';
 
 /**
  * RBAC's own protection (SPEC section 5, "RBAC rules" 4 and 5): writing a
@@ -41,7 +41,6 @@ function describe(rules: Rule[]): string {
 
 export async function checkRbacEscalation(ctx: WriteContext, name: string, obj: ApiObject): Promise<void> {
   const { def, user } = ctx;
-  if (def.group !== RBAC_GROUP) return;
   const namespace = def.namespaced ? ctx.namespace : '';
   const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
   const may = async (verb: string, resource: string, resourceName: string, ns: string): Promise<boolean> =>

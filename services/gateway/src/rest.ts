@@ -1,4 +1,5 @@
-import { checkRbacEscalation } from './rbac-escalation';
+import { writeGuardOf } from './write-guards';
+import type { WriteContext } from './write-context';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
@@ -17,13 +18,14 @@ import {
   type ResourceDefinition,
   type StatusCause,
   type StoredKey,
-  type UserInfo,
 } from '@svc/apimachinery';
 import { trackUpdate } from '@svc/merge';
 import type { StoredResult } from '@svc/storage/client';
 import type { GatewayDeps } from './backends';
 import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from './conversion/converter';
 import { storageFor, type ObjectStorage } from './conversion/versioned-storage';
+
+export type { FieldValidation, WriteContext } from './write-context';
 
 /**
  * The generic store: the steps every kind goes through, configured by the
@@ -32,32 +34,6 @@ import { storageFor, type ObjectStorage } from './conversion/versioned-storage';
  * defaults, validation, mutating admission, validation again, validating
  * admission, storage.
  */
-export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
-
-export interface WriteContext {
-  deps: GatewayDeps;
-  def: ResourceDefinition;
-  user: UserInfo;
-  requestId: string;
-  namespace: string;
-  subresource: string;
-  dryRun: boolean;
-  fieldValidation: FieldValidation;
-  /**
-   * Who the write's changed fields are recorded for in `managedFields` (as an
-   * Update); undefined when the write records ownership itself (apply).
-   */
-  fieldManager?: string;
-  /** Keys the request body repeated (reported by fieldValidation like unknown fields). */
-  duplicateFields?: string[];
-  /**
-   * Refuses (403) unless the requester may create: a write that turns out to
-   * create is authorized as `create` here, whichever verb reached it.
-   */
-  authorizeCreate(): Promise<void>;
-  warn(text: string): void;
-  now?: Date;
-}
 
 /** Records the fields a create, update or non-apply patch changed, for its field manager. */
 function recordManagedFields(ctx: WriteContext, obj: ApiObject, old: ApiObject | undefined): ApiObject {
@@ -201,15 +177,16 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
   // validates in the same call.
   const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
+  const guard = writeGuardOf(ctx.def);
   if (mutated.validated) {
-    if (obj && operation !== 'DELETE') await checkRbacEscalation(ctx, name, obj);
+    if (obj && operation !== 'DELETE') await guard?.(ctx, name, obj);
     return obj;
   }
   const final = mutated.object ?? obj;
   if (final && ctx.def.strategy.validate) throwIfInvalid(ctx.def, final, ctx.def.strategy.validate(final));
   const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);
   for (const w of validated.warnings) ctx.warn(w);
-  if (final && operation !== 'DELETE') await checkRbacEscalation(ctx, name, final);
+  if (final && operation !== 'DELETE') await guard?.(ctx, name, final);
   return final;
 }
 

@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { objectKey } from '@svc/apimachinery';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { adminRequest, type HttpResponse } from './http';
 import { run } from './helpers';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { startTestIssuer, type TestIssuer } from '@svc/authn/test-issuer';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { startTestIssuer, type TestIssuer } from '@svc/authn/testing/oidc-issuer';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { startEnvironment, tokenKubeconfig, type Environment } from '@svc/testenv';
 import { run, until } from './helpers';
 import { tokenRequest } from './http';

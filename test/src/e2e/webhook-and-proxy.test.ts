@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, webhookKubeconfig, type TestPki } from '@svc/service-kit/testing/pki';
 import { startEnvironment, tokenKubeconfig, type Environment } from '@svc/testenv';
 import { run, until } from './helpers';
 

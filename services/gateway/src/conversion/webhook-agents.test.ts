@@ -1,7 +1,7 @@
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ApiObject, ConversionWebhookConfig, ResourceDefinition } from '@svc/apimachinery';
-import { makeTestPki, type TestPki } from '@svc/service-kit/dist/test-pki';
+import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, WebhookConverter } from './converter';
 import { WebhookAgents } from './webhook-agents';
 

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { InternalTls } from './internal-tls';
+import type { InternalTls } from '../internal-tls';
 
 /**
  * Certificates for this package's own tests (the system's are made by

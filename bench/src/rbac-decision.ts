@@ -1,6 +1,5 @@
 import type { UserInfo } from '@svc/apimachinery';
-import type { Attributes } from './authorizer';
-import { RbacPolicy } from './rbac';
+import { RbacPolicy, type Attributes } from '@svc/authz';
 
 /**
  * An RBAC decision with a large policy loaded, timed inside the evaluator

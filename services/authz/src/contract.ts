@@ -1,0 +1,47 @@
+import type { UserInfo } from '@svc/apimachinery';
+
+/**
+ * The authorization contract: what a caller asks (the attributes of a
+ * request) and what it is told. Both the authorizers and the client read
+ * these, so they live apart from either.
+ */
+export type Decision = 'allow' | 'deny' | 'no-opinion';
+
+export interface Attributes {
+  user: UserInfo;
+  resourceRequest: boolean;
+  verb: string;
+  path: string;
+  apiGroup: string;
+  apiVersion: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  /**
+   * The request's `labelSelector` and `fieldSelector` as sent (list, watch,
+   * deletecollection): modes that allow reads only through a selector (Node)
+   * parse them. Absent or empty: no selector.
+   */
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface AuthorizerDecision {
+  decision: Decision;
+  reason: string;
+}
+
+/** How the reason of a decision nobody had an opinion on begins (then the modes, and what they said). */
+export const NO_OPINION_PREFIX = 'none of the authorization modes (';
+
+/**
+ * What the modes themselves said about a decision, without the summary of a
+ * refusal: what access reviews report as their reason, as the original
+ * server does (kubectl auth can-i prints it after "no").
+ */
+export function modesReason(d: AuthorizerDecision): string {
+  if (!d.reason.startsWith(NO_OPINION_PREFIX)) return d.reason;
+  const rest = d.reason.indexOf('; ');
+  return rest < 0 ? '' : d.reason.slice(rest + 2);
+}
