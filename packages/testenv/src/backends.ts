@@ -26,6 +26,13 @@ export interface ServerTlsFiles {
 }
 
 /**
+ * The largest request etcd accepts (its --max-request-bytes), told to
+ * storage too (--etcd-max-request-bytes), which refuses larger writes with
+ * 413 before sending them.
+ */
+export const ETCD_MAX_REQUEST_BYTES = 1572864;
+
+/**
  * etcd on loopback. With `tls` it serves its clients on HTTPS and accepts
  * only clients presenting a certificate of `tls.caFile` (`--client-cert-auth`).
  */
@@ -49,7 +56,7 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
       `--initial-cluster=svc-etcd=${peer}`,
       '--initial-cluster-state=new',
       // Requests up to 1.5 MiB, as the original server's store accepts.
-      '--max-request-bytes=1572864',
+      `--max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`,
       '--quota-backend-bytes=8589934592',
       '--log-level=warn',
       '--logger=zap',

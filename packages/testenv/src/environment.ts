@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
+import { ETCD_MAX_REQUEST_BYTES, startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
 import { installCrds, readCrdDocuments } from './crds';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
@@ -170,7 +170,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         throw new Error(`${name} did not start: ${(err as Error).message}\n${tailLog(proc.logFile)}`);
       }
     };
-    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage')], addresses['storage'] as string);
+    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`], addresses['storage'] as string);
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -12,6 +13,7 @@ import { StorageClient } from '@svc/storage/client';
 import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
 import { buildHandlerChain } from './handler-chain';
+import { MAX_HEADER_FIELDS } from './request-head';
 import type { ProtobufCodec } from './negotiation';
 import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
@@ -110,24 +112,36 @@ const SHUTDOWN_DRAIN_MS = 10_000;
 /**
  * A request the HTTP parser refuses never reaches the handler chain; it
  * still gets a Status (400, or 431 when its headers are over the limit),
- * and the connection closes.
+ * and the connection closes. So does a CONNECT (405: nothing is tunnelled),
+ * which node hands over as a bare socket instead of a request.
  */
 const answered = new WeakSet<Duplex>();
 
 function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
-  // The parser reports again for every later chunk of a refused request: the answer is already on its way.
-  if (answered.has(socket)) return;
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  answered.add(socket);
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge
-    ? new ApiError(431, 'BadRequest', `the request headers are larger than the limit of ${MAX_HEADER_BYTES} bytes`)
-    : ApiError.badRequest(`the request is not valid HTTP: ${err.code ?? err.message}`);
+  answerOnSocket(
+    socket,
+    tooLarge
+      ? new ApiError(431, 'BadRequest', `the request headers are larger than the limit of ${MAX_HEADER_BYTES} bytes`)
+      : ApiError.badRequest(`the request is not valid HTTP: ${err.code ?? err.message}`),
+  );
+}
+
+/** Writes a Status as a whole HTTP/1.1 response straight to the socket, once, and closes it. */
+function answerOnSocket(socket: Duplex, status: ApiError): void {
+  // The parser reports again for every later chunk of a refused request: the answer is already on its way.
+  if (answered.has(socket)) return;
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  answered.add(socket);
   const body = JSON.stringify(status.toStatus());
-  const reason = tooLarge ? 'Request Header Fields Too Large' : 'Bad Request';
+  const reason = STATUS_CODES[status.code] ?? 'Error';
   socket.end(`HTTP/1.1 ${status.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   // Keep reading what the client still sends (a body behind a refused request
   // line) so closing does not reset the connection before it reads the
@@ -239,8 +253,19 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   }
   // Go's default header limit (1 MiB), so long label selectors fit as they do upstream.
   tlsOptions.maxHeaderSize = MAX_HEADER_BYTES;
-  const server = https.createServer(tlsOptions, app);
+  // A missing Host header is refused by the request-info filter, with a Status (node's own refusal has no body).
+  const server = https.createServer({ ...tlsOptions, requireHostHeader: false }, app);
+  // One field more than allowed is kept, so a request with too many is seen and refused (431), never cut short unseen.
+  server.maxHeadersCount = MAX_HEADER_FIELDS + 1;
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerUnparsable(err, socket));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => answerOnSocket(socket, ApiError.methodNotAllowed('the server does not allow the CONNECT method: it tunnels no connections')));
+  // An Expect other than 100-continue: 417 as the original answers it, with a Status (node's own answer has no body).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const status = new ApiError(417, 'BadRequest', `the expectation ${JSON.stringify(String(req.headers.expect ?? '').slice(0, 128))} is not supported`);
+    const body = JSON.stringify(status.toStatus());
+    res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  });
   server.keepAliveTimeout = 65000;
   server.headersTimeout = 70000;
   const sep = config.listen.lastIndexOf(':');

@@ -1,4 +1,4 @@
-import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions } from 'etcd3';
+import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions, type ITxnResponse } from 'etcd3';
 import { etcdClientOptions } from './etcd-options';
 import {
   ApiError,
@@ -113,15 +113,21 @@ function fieldValue(obj: ApiObject, path: string): string | undefined {
   return typeof cur === 'object' ? JSON.stringify(cur) : String(cur);
 }
 
-export function translateEtcdError(err: unknown): ApiError {
+/** etcd's default --max-request-bytes, and how the system starts etcd. */
+export const DEFAULT_ETCD_MAX_REQUEST_BYTES = 1572864;
+
+export function translateEtcdError(err: unknown, maxRequestBytes = DEFAULT_ETCD_MAX_REQUEST_BYTES): ApiError {
   if (err instanceof ApiError) return err;
   const message = err instanceof Error ? err.message : String(err);
   if (message.includes('required revision has been compacted')) {
     return ApiError.expired('The resourceVersion for the provided list is too old.');
   }
-  // etcd refuses requests over its --max-request-bytes (1.5 MiB by default).
-  if (message.includes('request is too large')) {
-    return ApiError.requestEntityTooLarge(`the object is larger than the store accepts (etcdserver: request is too large)`);
+  // etcd refuses requests over its --max-request-bytes (checked before sending,
+  // see EtcdStore.checkRequestSize; this is for a limit set lower on etcd
+  // than here), its gRPC server a message past that limit plus its overhead,
+  // and a transaction of more operations than its --max-txn-ops.
+  if (/request is too large|received message larger than max|too many operations in txn request/.test(message)) {
+    return ApiError.requestEntityTooLarge(`Request entity too large: limit is ${maxRequestBytes}: the write is larger than the store accepts (${message})`);
   }
   const name = err instanceof Error ? err.constructor.name : '';
   if (/Unavailable|ConnectFailed|DeadlineExceeded|ClientClosed|Cancelled/.test(name) || /unavailable|ECONNREFUSED|deadline/i.test(message)) {
@@ -130,8 +136,22 @@ export function translateEtcdError(err: unknown): ApiError {
   return ApiError.internal('etcd request failed', err);
 }
 
+/**
+ * What a write transaction adds to its keys and value on the wire (request
+ * header, compares, operation framing): a generous bound, so a write this
+ * refuses is one etcd would refuse too, or nearly.
+ */
+const TXN_OVERHEAD_BYTES = 1024;
+
 export interface EtcdStoreOptions {
   endpoints: string[];
+  /**
+   * etcd's --max-request-bytes: a write whose transaction would be larger is
+   * refused (413 RequestEntityTooLarge naming the limit) before it is sent,
+   * never as whatever etcd or its gRPC server answer. Default
+   * DEFAULT_ETCD_MAX_REQUEST_BYTES.
+   */
+  maxRequestBytes?: number;
   /** Per-request deadline towards etcd. */
   requestTimeoutMs?: number;
   /** How long continue tokens stay valid is bounded by etcd compaction. */
@@ -147,9 +167,11 @@ const MAX_REMEMBERED_NAMESPACES = 10_000;
 export class EtcdStore {
   readonly client: Etcd3;
   private readonly namespaces = new Map<string, { modRevision: string; terminating: boolean }>();
+  private readonly maxRequestBytes: number;
 
   constructor(options: EtcdStoreOptions) {
     const timeout = options.requestTimeoutMs ?? 10000;
+    this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_ETCD_MAX_REQUEST_BYTES;
     this.client = new Etcd3(
       etcdClientOptions(options.endpoints, {
         dialTimeout: Math.min(timeout, 3000),
@@ -161,6 +183,29 @@ export class EtcdStore {
 
   close(): void {
     this.client.close();
+  }
+
+  /**
+   * Refuses a write whose transaction (its keys, each counted for every
+   * place the transaction names it, the value and the framing) would be
+   * larger than etcd accepts: 413, as the original answers a body over its
+   * limit, before anything is sent.
+   */
+  private checkRequestSize(value: Buffer, keys: Buffer[]): void {
+    const size = value.length + keys.reduce((n, k) => n + k.length, 0) + TXN_OVERHEAD_BYTES;
+    if (size > this.maxRequestBytes) {
+      throw ApiError.requestEntityTooLarge(
+        `Request entity too large: limit is ${this.maxRequestBytes}: the object is ${value.length} bytes as stored, larger than the store accepts`,
+      );
+    }
+  }
+
+  private async txn(req: Parameters<Etcd3['kv']['txn']>[0]): Promise<ITxnResponse> {
+    try {
+      return await this.client.kv.txn(req);
+    } catch (err) {
+      throw translateEtcdError(err, this.maxRequestBytes);
+    }
   }
 
   private async range(req: Parameters<Etcd3['kv']['range']>[0]): Promise<IRangeResponse> {
@@ -312,6 +357,8 @@ export class EtcdStore {
     // key's revision must be the one whose state was checked), so nothing
     // created during a namespace's deletion can outlive it.
     const guarded = key.namespace !== '';
+    // The key is named by the compare, the put and the failure's read; the namespace's key by its compare.
+    if (!dryRun) this.checkRequestSize(value, guarded ? [k, k, k, Buffer.from(objectKey({ group: '', resource: 'namespaces', namespace: '', name: key.namespace }))] : [k, k, k]);
     for (let attempt = 0; ; attempt++) {
       const ns = guarded ? await this.namespaceState(key, attempt > 0) : undefined;
       if (dryRun) {
@@ -321,12 +368,7 @@ export class EtcdStore {
       }
       const compare: Parameters<Etcd3['kv']['txn']>[0]['compare'] = [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }];
       if (ns) compare.push({ key: ns.key, target: 'Mod', result: 'Equal', mod_revision: ns.modRevision });
-      let res;
-      try {
-        res = await this.client.kv.txn({ compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
-      } catch (err) {
-        throw translateEtcdError(err);
-      }
+      const res = await this.txn({ compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
       if (res.succeeded) return stamped(obj, res.header.revision);
       if (Number(res.responses[0]?.response_range?.count ?? 0) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
       // The namespace changed since it was checked: check it again.
@@ -370,19 +412,16 @@ export class EtcdStore {
   async update(key: StoredKey, obj: ApiObject, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
     const value = encodeForStore(obj);
+    // The key is named by the compare, the put and (a swap's) failure read.
+    if (!dryRun) this.checkRequestSize(value, [k, k, k]);
     if (pre.revision && !pre.uid && !dryRun) return this.swap(key, k, obj, value, pre.revision);
     const current = await this.checkPreconditions(key, pre);
     if (dryRun) return stamped(obj, current.mod_revision);
-    let res;
-    try {
-      res = await this.client.kv.txn({
-        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
-        success: [{ request_put: { key: k, value } }],
-        failure: [],
-      });
-    } catch (err) {
-      throw translateEtcdError(err);
-    }
+    const res = await this.txn({
+      compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
+      success: [{ request_put: { key: k, value } }],
+      failure: [],
+    });
     if (!res.succeeded) {
       // Changed between the read and the write.
       if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
@@ -395,16 +434,11 @@ export class EtcdStore {
     const k = Buffer.from(objectKey(key));
     const current = await this.checkPreconditions(key, pre);
     if (dryRun) return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(current.mod_revision) };
-    let res;
-    try {
-      res = await this.client.kv.txn({
-        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
-        success: [{ request_delete_range: { key: k, prev_kv: true } }],
-        failure: [],
-      });
-    } catch (err) {
-      throw translateEtcdError(err);
-    }
+    const res = await this.txn({
+      compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
+      success: [{ request_delete_range: { key: k, prev_kv: true } }],
+      failure: [],
+    });
     if (!res.succeeded) {
       if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
       return this.delete(key, pre, dryRun);
@@ -418,16 +452,11 @@ export class EtcdStore {
    * tells a conflict (409) from a deleted object (404).
    */
   private async swap(key: StoredKey, k: Buffer, obj: ApiObject, value: Buffer, revision: number): Promise<StoredObject> {
-    let res;
-    try {
-      res = await this.client.kv.txn({
-        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: revision }],
-        success: [{ request_put: { key: k, value } }],
-        failure: [{ request_range: { key: k, keys_only: true } }],
-      });
-    } catch (err) {
-      throw translateEtcdError(err);
-    }
+    const res = await this.txn({
+      compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: revision }],
+      success: [{ request_put: { key: k, value } }],
+      failure: [{ request_range: { key: k, keys_only: true } }],
+    });
     if (res.succeeded) return stamped(obj, res.header.revision);
     if ((res.responses[0]?.response_range?.kvs ?? []).length === 0) throw ApiError.notFound(groupResource(key), key.name);
     throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);

@@ -1,5 +1,6 @@
 import { INTERNAL_TLS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 import { ETCD_TLS_FLAGS } from './etcd-options';
+import { DEFAULT_ETCD_MAX_REQUEST_BYTES } from './etcd-store';
 
 export const STORAGE_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
@@ -7,4 +8,8 @@ export const STORAGE_FLAGS: FlagSpecs = {
   'etcd-servers': { description: 'Comma-separated etcd client URLs', default: 'https://127.0.0.1:2379' },
   ...ETCD_TLS_FLAGS,
   'request-timeout-ms': { description: 'Deadline of each etcd request in milliseconds', default: '10000' },
+  'etcd-max-request-bytes': {
+    description: "etcd's --max-request-bytes: a write larger than this is refused with 413 before it is sent to etcd",
+    default: String(DEFAULT_ETCD_MAX_REQUEST_BYTES),
+  },
 };

@@ -10,5 +10,6 @@ runMain('storage', STORAGE_FLAGS, (flags) =>
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     etcdTls: etcdTlsFromFlags(flags),
     requestTimeoutMs: flags.getInt('request-timeout-ms'),
+    maxRequestBytes: flags.getInt('etcd-max-request-bytes'),
   }),
 );

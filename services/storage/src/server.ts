@@ -17,6 +17,8 @@ export interface StorageConfig {
   /** Client certificate for etcd (TLS); plain connections without. */
   etcdTls?: EtcdTlsFiles;
   requestTimeoutMs?: number;
+  /** etcd's --max-request-bytes; larger writes are refused (413) before they are sent. */
+  maxRequestBytes?: number;
   logger?: Logger;
 }
 
@@ -45,7 +47,12 @@ function parseObject(bytes: Uint8Array): ApiObject {
 export async function start(config: StorageConfig): Promise<StorageHandle> {
   const log = config.logger ?? createLogger('storage');
   const tls = loadInternalTls(config.internalTls);
-  const store = new EtcdStore({ endpoints: config.etcdEndpoints, requestTimeoutMs: config.requestTimeoutMs ?? 10000, etcdOptions: etcdTlsOptions(config.etcdTls) });
+  const store = new EtcdStore({
+    endpoints: config.etcdEndpoints,
+    requestTimeoutMs: config.requestTimeoutMs ?? 10000,
+    ...(config.maxRequestBytes !== undefined ? { maxRequestBytes: config.maxRequestBytes } : {}),
+    etcdOptions: etcdTlsOptions(config.etcdTls),
+  });
   const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
       const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });

@@ -7,6 +7,7 @@ import { authorizeAsCreate } from '../filters/authorization';
 import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
 import type { FieldValidation, WriteContext } from '../rest';
+import { firstValue, int64NumberParam, resourceVersionValue } from '../query-params';
 
 /** What every resource handler needs: the kind, the parsed request, the negotiated output. */
 export interface ResourceRequest {
@@ -17,10 +18,19 @@ export interface ResourceRequest {
 
 export type ResourceHandler = (req: Request, res: import('express').Response, r: ResourceRequest) => Promise<void>;
 
-/** A query parameter's last value, as the request-info filter parsed it. */
+/**
+ * A query parameter's value, as the request-info filter parsed it: the first
+ * of a repeated parameter, as the original server reads one (and as the
+ * request-info parser reads `watch` and `fieldSelector`, so a request is
+ * authorized on the same value it is served with).
+ */
 export function query(req: Request, name: string): string | undefined {
-  const values = queryValues(req, name);
-  return values.length > 0 ? values[values.length - 1] : undefined;
+  return firstValue(queryValues(req, name));
+}
+
+/** An int64 query parameter as a number (see query-params.ts); undefined when absent, 400 naming it when invalid. */
+export function int64Query(req: Request, name: string): number | undefined {
+  return int64NumberParam(queryValues(req, name), name);
 }
 
 export function outputFormat(req: Request, r: ResourceRequest, table: boolean): OutputFormat {
@@ -55,11 +65,9 @@ export function parseFieldValidation(req: Request): FieldValidation {
   throw ApiError.badRequest(`fieldValidation ${JSON.stringify(v)} is invalid: valid values are "Ignore", "Warn" and "Strict"`);
 }
 
-/** A resourceVersion query parameter as a revision; undefined when unset or empty. */
+/** A resourceVersion query parameter as a revision; undefined when unset or empty, 400 naming it when invalid or beyond int64. */
 export function parseResourceVersion(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  if (!/^[0-9]+$/.test(raw)) throw ApiError.badRequest(`invalid resource version: ${JSON.stringify(raw)}`);
-  return Number(raw);
+  return resourceVersionValue(raw);
 }
 
 export function writeContext(req: Request, r: ResourceRequest): WriteContext {

@@ -4,7 +4,7 @@ import { parseJson } from '../negotiation';
 import { writeBody } from '../responses';
 import { deleteObject, resourceStorage, type DeleteOptions } from '../rest';
 import { listReadOptions } from './list';
-import { callOptions, dryRunOf, outputFormat, parseDryRun, query, readBody, writeContext, type ResourceRequest } from './common';
+import { callOptions, dryRunOf, int64Query, outputFormat, parseDryRun, query, readBody, writeContext, type ResourceRequest } from './common';
 
 /**
  * DeleteOptions from the body and the query, parsed once: a field set in
@@ -17,11 +17,8 @@ async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOpti
   const options: DeleteOptions = { dryRun: parseDryRun(req) };
   const policy = query(req, 'propagationPolicy');
   if (policy !== undefined) options.propagationPolicy = policy;
-  const grace = query(req, 'gracePeriodSeconds');
-  if (grace !== undefined && grace !== '') {
-    if (!/^-?[0-9]+$/.test(grace)) throw ApiError.badRequest(`gracePeriodSeconds: Invalid value: ${JSON.stringify(grace)}: must be an integer`);
-    options.gracePeriodSeconds = Number(grace);
-  }
+  const grace = int64Query(req, 'gracePeriodSeconds');
+  if (grace !== undefined) options.gracePeriodSeconds = grace;
   if (body.length > 0) {
     const parsed = parseJson(body);
     if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');

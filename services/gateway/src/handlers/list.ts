@@ -4,7 +4,7 @@ import type { ListRequestOptions } from '@svc/storage/client';
 import { writeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { resourceStorage } from '../rest';
-import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { callOptions, int64Query, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 
 /**
  * The resourceVersion table of SPEC section 4 for lists: which state to read
@@ -14,13 +14,13 @@ export function listReadOptions(req: Request): ListRequestOptions {
   const rvRaw = query(req, 'resourceVersion');
   const rv = parseResourceVersion(rvRaw);
   const match = query(req, 'resourceVersionMatch') ?? '';
-  const limitRaw = query(req, 'limit');
+  // int64, as the original converts it; zero or less means no limit, as there.
+  const limit = int64Query(req, 'limit');
+  // Converted (and refused when invalid) like the other list options; a list answers well within any timeout.
+  int64Query(req, 'timeoutSeconds');
   const cont = query(req, 'continue') ?? '';
   const options: ListRequestOptions = {};
-  if (limitRaw !== undefined && limitRaw !== '') {
-    if (!/^[0-9]+$/.test(limitRaw)) throw ApiError.badRequest(`invalid limit ${JSON.stringify(limitRaw)}: must be a non-negative integer`);
-    options.limit = Number(limitRaw);
-  }
+  if (limit !== undefined && limit > 0) options.limit = limit;
   const labelSelector = query(req, 'labelSelector');
   const fieldSelector = query(req, 'fieldSelector');
   if (labelSelector) {

@@ -15,7 +15,7 @@ import type { SharedConversion } from '../conversion/watch-conversion';
 import { encodeBody, presentAs, setWarnings } from '../responses';
 import { resourceStorage } from '../rest';
 import { toTable, type IncludeObject } from '../table';
-import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { callOptions, int64Query, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
 
 /**
@@ -68,9 +68,10 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     if (!fields.empty && !fields.matches({ ...standardSelectableFields(obj), ...selectableFrom(obj, fields.requirements.map((q) => q.field)) })) return false;
     return true;
   };
-  const rawTimeout = query(req, 'timeoutSeconds') ?? '0';
-  if (!/^[0-9]+$/.test(rawTimeout)) throw ApiError.badRequest(`invalid timeoutSeconds ${JSON.stringify(rawTimeout)}: must be a non-negative integer`);
-  const timeoutSeconds = Number(rawTimeout);
+  // int64, as the original converts it; zero or less leaves the server's choice.
+  const timeoutSeconds = int64Query(req, 'timeoutSeconds') ?? 0;
+  // A watch has no pages, but its limit is converted (and refused when invalid) as a list's is.
+  int64Query(req, 'limit');
   const maxSeconds = r.deps.limits.maxWatchSeconds;
   const lifetimeMs = (timeoutSeconds > 0 ? Math.min(timeoutSeconds, maxSeconds) : maxSeconds * (0.5 + Math.random() / 2)) * 1000;
   const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
