@@ -14,3 +14,4 @@ export * from './duplicate-fields';
 export * from './node-identity';
 export * from './pod-references';
 export * from './group-names';
+export * from './version-priority';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
-import { groupVersion, upstreamGroupName } from '@svc/apimachinery';
+import { groupVersion, sortByVersionPriority, upstreamGroupName } from '@svc/apimachinery';
 
 /**
  * The legacy discovery documents, derived from the registry on every call so
@@ -98,21 +98,35 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources };
 }
 
-function versionsOf(registry: ResourceRegistry, group: string): GroupVersionForDiscovery[] {
-  return registry
-    .groupVersions()
-    .filter((gv) => gv.group === group)
-    .map((gv) => ({ groupVersion: groupVersion(gv), version: gv.version }));
+/**
+ * A group's versions as discovery lists them: by version priority (GA before
+ * beta before alpha, higher numbers first, other names last in lexical
+ * order), as the original lists a custom resource's group, whatever order
+ * the definition names them in. The first is the preferred version, which
+ * clients use for a resource named without a version. Built-in groups are
+ * registered in this order already.
+ */
+function discoveryVersions(versions: readonly GroupVersionForDiscovery[]): GroupVersionForDiscovery[] {
+  return sortByVersionPriority(versions, (v) => v.version);
 }
 
-/** `/apis/<group>`: a named group, its first registered version preferred. */
+function versionsOf(registry: ResourceRegistry, group: string): GroupVersionForDiscovery[] {
+  return discoveryVersions(
+    registry
+      .groupVersions()
+      .filter((gv) => gv.group === group)
+      .map((gv) => ({ groupVersion: groupVersion(gv), version: gv.version })),
+  );
+}
+
+/** `/apis/<group>`: a named group, its versions by priority, the first preferred. */
 export function apiGroup(registry: ResourceRegistry, group: string): ApiGroup {
   const versions = versionsOf(registry, group);
   const preferred = versions[0] ?? { groupVersion: `${group}/`, version: '' };
   return { kind: 'APIGroup', apiVersion: 'v1', name: group, versions, preferredVersion: preferred };
 }
 
-/** `/apis`: every named group (the core group is served at `/api`), from one pass over the group versions. */
+/** `/apis`: every named group (the core group is served at `/api`), from one pass over the group versions; each group as `/apis/<group>` shows it. */
 export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
   const byGroup = new Map<string, GroupVersionForDiscovery[]>();
   for (const gv of registry.groupVersions()) {
@@ -121,7 +135,10 @@ export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
     versions.push({ groupVersion: groupVersion(gv), version: gv.version });
     byGroup.set(gv.group, versions);
   }
-  const groups = [...byGroup].map(([name, versions]): ApiGroup => ({ kind: 'APIGroup', apiVersion: 'v1', name, versions, preferredVersion: versions[0] as GroupVersionForDiscovery }));
+  const groups = [...byGroup].map(([name, registered]): ApiGroup => {
+    const versions = discoveryVersions(registered);
+    return { kind: 'APIGroup', apiVersion: 'v1', name, versions, preferredVersion: versions[0] as GroupVersionForDiscovery };
+  });
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 

@@ -375,6 +375,17 @@ describe('discovery documents', () => {
     expect(apiResourceList(registry, 'coordination.svc.io', 'v1').groupVersion).toBe('coordination.svc.io/v1');
   });
 
+  it('lists a custom group\'s versions by priority, whatever order they were registered in, the first preferred', () => {
+    const custom = builtins();
+    for (const version of ['foo', 'v1', 'v1alpha1', 'v2', 'v1beta1', 'v1beta2']) custom.add({ ...widget(), version, openApiName: `com.example.${version}.Widget` });
+    const want = ['v2', 'v1', 'v1beta2', 'v1beta1', 'v1alpha1', 'foo'].map((version) => ({ groupVersion: `example.com/${version}`, version }));
+    expect(apiGroup(custom, 'example.com')).toEqual({ kind: 'APIGroup', apiVersion: 'v1', name: 'example.com', versions: want, preferredVersion: want[0] });
+    const listed = apiGroupList(custom).groups.find((g) => g.name === 'example.com');
+    expect(listed).toEqual(apiGroup(custom, 'example.com'));
+    // Built-in groups are listed as before.
+    expect(apiGroupList(custom).groups.filter((g) => g.name !== 'example.com')).toEqual(apiGroupList(registry).groups);
+  });
+
   it('lists reviews as create-only and the token subresource with its own group', () => {
     expect(apiResourceList(registry, 'authentication.svc.io', 'v1').resources).toEqual([
       { name: 'tokenreviews', singularName: 'tokenreview', namespaced: false, kind: 'TokenReview', verbs: ['create'] },
