@@ -1,5 +1,6 @@
 import type { Schema } from '@svc/merge';
 import type { StatusCause } from './errors';
+import { decodeBytesField, decodeTimeField, integerRangeProblem, quantityProblem, type FormatDecoding } from './scalar-formats';
 
 /**
  * Checks a decoded object against its structural schema the way typed
@@ -14,6 +15,8 @@ export interface SchemaCheckResult {
   typeErrors: StatusCause[];
   /** The object without unknown fields. */
   pruned: unknown;
+  /** Values their format does not decode from (with `formats`), each naming its field; also among `typeErrors`. */
+  formatErrors: StatusCause[];
 }
 
 function typeName(v: unknown): string {
@@ -35,30 +38,72 @@ export interface SchemaCheckOptions {
    * decoding, as for built-in kinds, reads every such null as unset.
    */
   unstructured?: boolean;
+  /**
+   * Decode typed scalars by their format as the original's typed decoding
+   * does for built-in kinds: bytes as base64, times as RFC 3339, int32 and
+   * int64 (and int-or-string's integer) within range, quantities as
+   * quantities. A value that does not decode is a type error naming its
+   * field; one the original stores in another spelling (base64 re-encoded, a
+   * time's comma) is stored so. `metadata` decodes only the object's
+   * metadata so: it is typed (ObjectMeta) even in a custom resource, whose
+   * other fields leave formats to their schema validation.
+   */
+  formats?: boolean | 'metadata';
 }
 
 export function checkAgainstSchema(value: unknown, schema: Schema | undefined, options: SchemaCheckOptions = {}): SchemaCheckResult {
   const unknownFields: string[] = [];
   const typeErrors: StatusCause[] = [];
-  const walk = (v: unknown, s: Schema | undefined, path: string): unknown => {
+  const formatErrors: StatusCause[] = [];
+  const refuse = (path: string, problem: string): void => {
+    const cause = undecodable(path, problem);
+    typeErrors.push(cause);
+    formatErrors.push(cause);
+  };
+  /** A string of a format: as sent, in the spelling to store, or (refused) as sent with the problem recorded. */
+  const decodeString = (v: string, format: string, path: string): string => {
+    let decoded: FormatDecoding;
+    if (format === 'byte') decoded = decodeBytesField(v);
+    else if (format === 'date-time') decoded = decodeTimeField(v);
+    else return v;
+    if (decoded.outcome === 'accepted') return v;
+    if (decoded.outcome === 'normalized') return decoded.value;
+    refuse(path, decoded.message);
+    return v;
+  };
+  const walk = (v: unknown, s: Schema | undefined, path: string, formats: boolean): unknown => {
     if (!s || v === undefined) return v;
     if (v === null) return s.nullable || s.type === undefined || options.unstructured ? v : undefined;
     if (s['x-svc-int-or-string']) {
       if (typeof v !== 'string' && !(typeof v === 'number' && Number.isInteger(v))) {
         typeErrors.push({ reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "${typeName(v)}": ${path} must be an integer or a string` });
+      } else if (formats && typeof v === 'number') {
+        // The integer of an int-or-string is an int32.
+        const problem = integerRangeProblem('int32', v);
+        if (problem !== undefined) refuse(path, problem);
       }
+      return v;
+    }
+    if (formats && s.format === 'quantity') {
+      const problem = quantityProblem(v);
+      if (problem !== undefined) refuse(path, problem);
       return v;
     }
     if (s['x-svc-embedded-resource'] && s['x-svc-preserve-unknown-fields'] && !s.properties) return v;
     switch (s.type) {
       case 'string':
         if (typeof v !== 'string') typeErrors.push(mismatch(path, 'string', v));
+        else if (formats && s.format !== undefined) return decodeString(v, s.format, path);
         return v;
       case 'boolean':
         if (typeof v !== 'boolean') typeErrors.push(mismatch(path, 'boolean', v));
         return v;
       case 'integer':
         if (typeof v !== 'number' || !Number.isInteger(v)) typeErrors.push(mismatch(path, 'integer', v));
+        else if (formats && s.format !== undefined) {
+          const problem = integerRangeProblem(s.format, v);
+          if (problem !== undefined) refuse(path, problem);
+        }
         return v;
       case 'number':
         if (typeof v !== 'number') typeErrors.push(mismatch(path, 'number', v));
@@ -68,7 +113,7 @@ export function checkAgainstSchema(value: unknown, schema: Schema | undefined, o
           typeErrors.push(mismatch(path, 'array', v));
           return v;
         }
-        return v.map((item, i) => walk(item, s.items, `${path}[${i}]`));
+        return v.map((item, i) => walk(item, s.items, `${path}[${i}]`, formats));
       }
       case 'object':
       case undefined: {
@@ -82,8 +127,8 @@ export function checkAgainstSchema(value: unknown, schema: Schema | undefined, o
         for (const [k, child] of Object.entries(obj)) {
           const prop = s.properties?.[k];
           if (options.unstructured && child === null && prunesNull(prop ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined))) continue;
-          if (prop) out[k] = walk(child, prop, join(path, k));
-          else if (s.additionalProperties && typeof s.additionalProperties === 'object') out[k] = walk(child, s.additionalProperties, `${path}[${k}]`);
+          if (prop) out[k] = walk(child, prop, join(path, k), formats || (metadataFormats && path === '' && k === 'metadata'));
+          else if (s.additionalProperties && typeof s.additionalProperties === 'object') out[k] = walk(child, s.additionalProperties, `${path}[${k}]`, formats);
           else if (s.additionalProperties === true || s['x-svc-preserve-unknown-fields']) out[k] = child;
           else unknownFields.push(join(path, k));
         }
@@ -91,8 +136,9 @@ export function checkAgainstSchema(value: unknown, schema: Schema | undefined, o
       }
     }
   };
-  const pruned = walk(value, schema, '');
-  return { unknownFields, typeErrors, pruned };
+  const metadataFormats = options.formats === 'metadata';
+  const pruned = walk(value, schema, '', options.formats === true);
+  return { unknownFields, typeErrors, pruned, formatErrors };
 }
 
 /** A null the original server drops from a custom resource: the field is not nullable and has no default. */
@@ -106,4 +152,9 @@ function mismatch(path: string, expected: string, v: unknown): StatusCause {
     field: path,
     message: `Invalid value: "${typeName(v)}": ${path} in body must be of type ${expected}: "${typeName(v)}"`,
   };
+}
+
+/** A value its type cannot be decoded from; the message leads with the field, as the decoder's own message does not name it. */
+function undecodable(path: string, problem: string): StatusCause {
+  return { reason: 'FieldValueInvalid', field: path, message: `${path}: ${problem}` };
 }

@@ -110,11 +110,14 @@ export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
 
 /** Schema check: type errors are 400; unknown fields by the fieldValidation level; the result is pruned. */
 export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObject {
-  const result = checkAgainstSchema(obj, ctx.def.schema, { unstructured: ctx.def.decoding === 'unstructured' });
+  const unstructured = ctx.def.decoding === 'unstructured';
+  // Built-in kinds decode each typed scalar (bytes, times, sized integers, quantities) by its format; custom resources only their metadata, which is typed there too.
+  const result = checkAgainstSchema(obj, ctx.def.schema, { unstructured, formats: unstructured ? 'metadata' : true });
   // Custom resources are decoded unstructured: a mistyped value is the schema validation's to report (422).
-  if (result.typeErrors.length > 0 && ctx.def.decoding !== 'unstructured') {
-    const first = result.typeErrors[0] as StatusCause;
-    throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, result.typeErrors);
+  const undecodable = unstructured ? result.formatErrors : result.typeErrors;
+  if (undecodable.length > 0) {
+    const first = undecodable[0] as StatusCause;
+    throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, undecodable);
   }
   const problems = [...result.unknownFields.map((f) => `unknown field "${f}"`), ...(ctx.duplicateFields ?? []).map((f) => `duplicate field "${f}"`)];
   if (problems.length > 0) {
