@@ -5,7 +5,7 @@
  */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/test'],
+  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/test', '<rootDir>/bench'],
   testMatch: ['**/dist/**/*.test.js'],
   testPathIgnorePatterns: ['/node_modules/'],
   moduleFileExtensions: ['js', 'json'],

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { connect } from 'nats';
 import { benchRbac } from './rbac-decision';
-import { benchApply } from '@svc/merge';
+import { benchApply } from './apply';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';

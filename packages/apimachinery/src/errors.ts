@@ -1,5 +1,3 @@
-import { MergeError } from '@svc/merge';
-
 /**
  * API errors. One class carries a Status reason and HTTP code; every failure
  * that reaches a client is an ApiError turned into a Status object by
@@ -116,9 +114,6 @@ export class ApiError extends Error {
   /** Any thrown value as an ApiError; unknown failures become a 500 without internals. */
   static from(err: unknown): ApiError {
     if (err instanceof ApiError) return err;
-    if (err instanceof MergeError) {
-      return new ApiError(err.code, err.reason, err.message, err.causes.length > 0 ? { causes: err.causes } : undefined, { cause: err });
-    }
     return new ApiError(500, 'InternalError', 'Internal error occurred: an unexpected failure was logged on the server', undefined, {
       cause: err,
     });

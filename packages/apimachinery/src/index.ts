@@ -3,6 +3,7 @@
  * errors and Status, the resource registry.
  */
 export * from './types';
+export type { Schema, SchemaType } from './schema';
 export * from './errors';
 export * from './registry';
 export * from './validation';

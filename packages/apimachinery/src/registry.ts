@@ -1,4 +1,4 @@
-import type { Schema } from '@svc/merge';
+import type { Schema } from './schema';
 import type { ApiObject } from './types';
 import type { StatusCause } from './errors';
 

@@ -1,4 +1,4 @@
-import type { Schema } from '@svc/merge';
+import type { Schema } from './schema';
 import type { StatusCause } from './errors';
 import { decodeBytesField, decodeTimeField, integerRangeProblem, quantityProblem, type FormatDecoding } from './scalar-formats';
 

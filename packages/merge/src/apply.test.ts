@@ -3,7 +3,7 @@ import { MergeError } from './errors';
 import { FieldSet } from './field-set';
 import type { JsonObject, JsonValue } from './json';
 import type { ManagedFieldsEntry } from './managed-fields';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 const T0 = new Date('2024-05-01T10:00:00Z');
 const T1 = new Date('2024-05-01T10:00:05Z');

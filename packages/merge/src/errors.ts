@@ -1,6 +1,9 @@
+import { ApiError } from '@svc/apimachinery';
+
 /**
- * The one error type of this package. Each reason maps to one Status reason
- * and HTTP code, so the caller turns it into an API error in one place.
+ * The one error type of this package: an ApiError whose reason is one of
+ * three (400 BadRequest, 422 Invalid, 409 Conflict), with causes that name
+ * the field, so it reaches the client as a Status without translation.
  */
 
 export type MergeErrorReason = 'BadRequest' | 'Invalid' | 'Conflict';
@@ -29,15 +32,15 @@ const CODES: Record<MergeErrorReason, 400 | 422 | 409> = {
   Conflict: 409,
 };
 
-export class MergeError extends Error {
-  readonly reason: MergeErrorReason;
-  readonly code: 400 | 422 | 409;
+export class MergeError extends ApiError {
+  override readonly reason: MergeErrorReason;
+  override readonly code: 400 | 422 | 409;
   readonly causes: MergeErrorCause[];
   /** For apply conflicts: who owns each conflicting field and through which operation. */
   readonly conflicts: FieldConflict[];
 
   constructor(reason: MergeErrorReason, message: string, causes: MergeErrorCause[] = [], options?: { cause?: unknown; conflicts?: FieldConflict[] }) {
-    super(message, options);
+    super(CODES[reason], reason, message, causes.length > 0 ? { causes } : undefined, options);
     this.name = 'MergeError';
     this.reason = reason;
     this.code = CODES[reason];
@@ -45,15 +48,15 @@ export class MergeError extends Error {
     this.conflicts = options?.conflicts ?? [];
   }
 
-  static badRequest(message: string, causes: MergeErrorCause[] = []): MergeError {
+  static override badRequest(message: string, causes: MergeErrorCause[] = []): MergeError {
     return new MergeError('BadRequest', message, causes);
   }
 
-  static invalid(message: string, causes: MergeErrorCause[] = []): MergeError {
+  static invalidDocument(message: string, causes: MergeErrorCause[] = []): MergeError {
     return new MergeError('Invalid', message, causes);
   }
 
-  static conflict(message: string, causes: MergeErrorCause[], conflicts: FieldConflict[] = []): MergeError {
+  static applyConflict(message: string, causes: MergeErrorCause[], conflicts: FieldConflict[] = []): MergeError {
     return new MergeError('Conflict', message, causes, { conflicts });
   }
 

@@ -22,7 +22,7 @@ import {
   UNOWNED_FIELDS,
 } from './managed-fields';
 import { serializedPathToString } from './path';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 import { rootSchema } from './topology';
 import { compareValues, fieldSetOfValue, LENIENT, mergeValues, pruneValue, reconcileWithSchema, WalkContext } from './typed';
 
@@ -304,5 +304,5 @@ function conflictError(conflicts: Array<[ManagerRecord, FieldSet]>): MergeError 
     }
     message = `Apply failed with ${causes.length} conflicts: ${lines.join('\n')}`;
   }
-  return MergeError.conflict(message, causes, fields);
+  return MergeError.applyConflict(message, causes, fields);
 }

@@ -2,7 +2,7 @@ import { FieldSet } from './field-set';
 import { fieldSetOf } from './field-manager';
 import { MergeError } from './errors';
 import { parsePathElement, pathToString, serializePathElement, PathElement } from './path';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 function thrown(fn: () => unknown): MergeError {
   try {

@@ -4,7 +4,7 @@
  * by structural schemas; no I/O. Every failure is a MergeError carrying a
  * Status reason, an HTTP code and causes that name the field.
  */
-export type { Schema, SchemaType } from './schema';
+export type { Schema, SchemaType } from '@svc/apimachinery';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json';
 export { MergeError } from './errors';
 export type { FieldConflict, MergeErrorCause, MergeErrorReason } from './errors';
@@ -19,5 +19,3 @@ export type { ApplyOptions, ApplyResult, TrackUpdateOptions, TrackUpdateResult }
 export { strategicMergePatch } from './strategic-merge-patch';
 export { jsonPatch, mergePatch, MAX_JSON_PATCH_OPERATIONS } from './json-patch';
 export type { JsonPatchOperation } from './json-patch';
-export { benchApply } from './bench';
-export type { BenchResult } from './bench';

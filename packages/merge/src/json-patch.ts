@@ -103,7 +103,7 @@ function patchBad(field: string, message: string): MergeError {
 }
 
 function applyFailed(op: JsonPatchOperation, index: number, message: string): MergeError {
-  return MergeError.invalid(`the JSON patch could not be applied: operation ${index} (${op.op} ${op.path}): ${message}`, [
+  return MergeError.invalidDocument(`the JSON patch could not be applied: operation ${index} (${op.op} ${op.path}): ${message}`, [
     { field: op.path || '.', message, reason: 'FieldValueInvalid' },
   ]);
 }

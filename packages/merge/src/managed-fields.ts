@@ -64,7 +64,7 @@ export function decodeManagedFields(entries: unknown, where = 'metadata.managedF
     try {
       fields = fieldsV1 === undefined || fieldsV1 === null ? FieldSet.empty() : FieldSet.fromFieldsV1(fieldsV1, `${at}.fieldsV1`);
     } catch (err) {
-      if (err instanceof MergeError) throw MergeError.invalid(err.message, err.causes);
+      if (err instanceof MergeError) throw MergeError.invalidDocument(err.message, err.causes);
       throw err;
     }
     const record: ManagerRecord = {
@@ -91,7 +91,7 @@ export function decodeManagedFieldsOrEmpty(entries: unknown): ManagedSets {
 }
 
 function invalid(field: string, message: string): MergeError {
-  return MergeError.invalid(`${field}: ${message}`, [{ field, message, reason: 'FieldValueInvalid' }]);
+  return MergeError.invalidDocument(`${field}: ${message}`, [{ field, message, reason: 'FieldValueInvalid' }]);
 }
 
 function seconds(time: string | undefined): number {

@@ -3,7 +3,7 @@
  * schema leaves `metadata` loosely typed still merges labels, finalizers and
  * owner references the way clients expect.
  */
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 const stringMap: Schema = { type: 'object', additionalProperties: { type: 'string' } };
 

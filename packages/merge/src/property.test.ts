@@ -16,7 +16,7 @@ import { MergeError } from './errors';
 import { FieldSet } from './field-set';
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from './json';
 import { decodeManagedFields, encodeManagedFields, ManagedFieldsEntry, managerId, UNOWNED_FIELDS } from './managed-fields';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 import { childOfMap, fieldDefault, ListNode, nodeFor, resolve, rootSchema } from './topology';
 import { fieldSetOfValue, LENIENT, listElements } from './typed';
 

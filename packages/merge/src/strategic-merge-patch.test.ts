@@ -1,6 +1,6 @@
 import { MergeError } from './errors';
 import type { JsonObject, JsonValue } from './json';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 import { strategicMergePatch } from './strategic-merge-patch';
 
 const container: Schema = {

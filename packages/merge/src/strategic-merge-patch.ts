@@ -17,7 +17,7 @@
  */
 import { MergeError } from './errors';
 import { getKey, goJson, isJsonObject, jsonEqual, JsonObject, JsonValue, setKey, toJson, typeName } from './json';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 import { rootSchema } from './topology';
 
 const DIRECTIVE = '$patch';
@@ -152,7 +152,7 @@ function keyFunction(items: JsonValue[], order: JsonValue[], schema: Schema | un
 function mergeList(original: JsonValue[], patch: JsonValue[], schema: Schema | undefined, setOrder: JsonValue[] | undefined, path: string): JsonValue[] {
   if (original.length === 0 && patch.length === 0) return [];
   if (original.some(Array.isArray) || patch.some(Array.isArray)) {
-    throw MergeError.invalid(`${path}: lists of lists are not supported`, [{ field: path, message: 'lists of lists are not supported', reason: 'FieldValueInvalid' }]);
+    throw MergeError.invalidDocument(`${path}: lists of lists are not supported`, [{ field: path, message: 'lists of lists are not supported', reason: 'FieldValueInvalid' }]);
   }
   const mapItems = original.some(isJsonObject) || patch.some(isJsonObject);
   if (!mapItems) {

@@ -1,7 +1,7 @@
 import { apply, fieldSetOf } from './field-manager';
 import { MergeError } from './errors';
 import type { JsonObject } from './json';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 const NOW = new Date('2024-05-01T10:00:00Z');
 

@@ -11,7 +11,7 @@
  */
 import { compareStrings, isJsonObject, JsonValue } from './json';
 import { OBJECT_META_SCHEMA } from './object-meta';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 export const SCALAR_STRING = 1;
 export const SCALAR_NUMBER = 2;

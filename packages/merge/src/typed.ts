@@ -13,7 +13,7 @@ import { MergeErrorCause } from './errors';
 import { FieldSet, insertPath, insertSubtree } from './field-set';
 import { cloneJson, goJson, isJsonObject, isNonEmptyObject, getKey, jsonEqual, JsonObject, JsonValue, setKey, typeName } from './json';
 import { serializedPathToString } from './path';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 import {
   childOfMap,
   fieldDefault,

@@ -3,7 +3,7 @@ import { MergeError } from './errors';
 import { FieldSet } from './field-set';
 import type { JsonObject, JsonValue } from './json';
 import type { ManagedFieldsEntry } from './managed-fields';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
 
 const schema: Schema = {
   type: 'object',

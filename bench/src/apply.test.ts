@@ -1,4 +1,4 @@
-import { benchApply } from './bench';
+import { benchApply } from './apply';
 
 describe('bench', () => {
   test('benchApply applies a 200-field object from three managers and reports percentiles', () => {

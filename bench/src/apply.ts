@@ -5,10 +5,8 @@
  * `make bench` calls benchApply and reports the percentiles.
  */
 import { performance } from 'node:perf_hooks';
-import { apply } from './field-manager';
-import { fieldSetOf } from './field-manager';
-import { JsonObject, JsonValue } from './json';
-import type { Schema } from './schema';
+import type { Schema } from '@svc/apimachinery';
+import { apply, fieldSetOf, type JsonObject, type JsonValue } from '@svc/merge';
 
 export interface BenchResult {
   iterations: number;
