@@ -1,59 +1,16 @@
 import type { Request, Response } from 'express';
-import { ApiError, groupVersion, isJsonObject, successStatus } from '@svc/apimachinery';
-import { parseJson } from '../negotiation';
+import { ApiError, groupVersion, successStatus } from '@svc/apimachinery';
+import { queryValues } from '../context';
 import { writeBody } from '../responses';
 import { deleteObject, resourceStorage, type DeleteOptions } from '../rest';
 import { listReadOptions } from './list';
-import { callOptions, dryRunOf, int64Query, outputFormat, parseDryRun, query, readBody, writeContext, type ResourceRequest } from './common';
+import { callOptions, outputFormat, readBody, writeContext, type ResourceRequest } from './common';
+import { parseDeleteOptions } from './delete-options';
 
-/**
- * DeleteOptions from the body and the query, parsed once: a field set in
- * the body wins over the same query parameter, as the original server
- * decodes the body over the query's values. Wrong types are 400 naming the
- * field, never ignored.
- */
+/** The request's DeleteOptions: see delete-options.ts for what is read, checked and refused. */
 async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOptions> {
   const body = await readBody(req, maxBytes);
-  const options: DeleteOptions = { dryRun: parseDryRun(req) };
-  const policy = query(req, 'propagationPolicy');
-  if (policy !== undefined) options.propagationPolicy = policy;
-  const grace = int64Query(req, 'gracePeriodSeconds');
-  if (grace !== undefined) options.gracePeriodSeconds = grace;
-  if (body.length > 0) {
-    const parsed = parseJson(body);
-    if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');
-    const invalid = (field: string, value: unknown, want: string): ApiError => ApiError.badRequest(`DeleteOptions.${field}: Invalid value: ${JSON.stringify(value)}: must be ${want}`);
-    const pre = parsed['preconditions'];
-    if (pre !== undefined && pre !== null) {
-      if (!isJsonObject(pre)) throw invalid('preconditions', pre, 'an object');
-      options.preconditions = {};
-      for (const field of ['uid', 'resourceVersion'] as const) {
-        const v = pre[field];
-        if (v === undefined || v === null) continue;
-        if (typeof v !== 'string') throw invalid(`preconditions.${field}`, v, 'a string');
-        options.preconditions[field] = v;
-      }
-    }
-    const bodyPolicy = parsed['propagationPolicy'];
-    if (bodyPolicy !== undefined && bodyPolicy !== null) {
-      if (typeof bodyPolicy !== 'string') throw invalid('propagationPolicy', bodyPolicy, 'a string');
-      options.propagationPolicy = bodyPolicy;
-    }
-    const bodyGrace = parsed['gracePeriodSeconds'];
-    if (bodyGrace !== undefined && bodyGrace !== null) {
-      if (typeof bodyGrace !== 'number' || !Number.isInteger(bodyGrace)) throw invalid('gracePeriodSeconds', bodyGrace, 'an integer');
-      options.gracePeriodSeconds = bodyGrace;
-    }
-    const dryRun = parsed['dryRun'];
-    if (dryRun !== undefined && dryRun !== null) {
-      if (!Array.isArray(dryRun) || dryRun.some((v) => typeof v !== 'string')) throw invalid('dryRun', dryRun, 'a list of strings');
-      options.dryRun = dryRunOf(dryRun as string[]) || options.dryRun === true;
-    }
-  }
-  if (options.propagationPolicy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(options.propagationPolicy)) {
-    throw ApiError.badRequest(`propagationPolicy ${JSON.stringify(options.propagationPolicy)} is invalid: supported values: "Orphan", "Background", "Foreground"`);
-  }
-  return options;
+  return parseDeleteOptions((name) => queryValues(req, name), body);
 }
 
 /**

@@ -1,0 +1,109 @@
+import { ApiError } from '@svc/apimachinery';
+import { parseDeleteOptions } from './delete-options';
+
+type Query = Record<string, string[]>;
+
+function parse(query: Query = {}, body?: unknown): ReturnType<typeof parseDeleteOptions> {
+  const raw = body === undefined ? Buffer.alloc(0) : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  return parseDeleteOptions((name) => query[name] ?? [], raw);
+}
+
+function refusal(query: Query, body?: unknown): ApiError {
+  try {
+    parse(query, body);
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('DeleteOptions', () => {
+  test('nothing set: delete at once, no dry run', () => {
+    expect(parse()).toEqual({ dryRun: false });
+    expect(parse({}, '')).toEqual({ dryRun: false });
+    expect(parse({}, {})).toEqual({ dryRun: false });
+  });
+
+  test.each([
+    ['query Background', { propagationPolicy: ['Background'] }, undefined, { dryRun: false, propagationPolicy: 'Background' }],
+    ['body Background (kubectl delete)', {}, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' }, { dryRun: false, propagationPolicy: 'Background' }],
+    ['orphanDependents false in the body', {}, { orphanDependents: false }, { dryRun: false }],
+    ['orphanDependents false in the query', { orphanDependents: ['false'] }, undefined, { dryRun: false }],
+    ['orphanDependents 0 in the query', { orphanDependents: ['0'] }, undefined, { dryRun: false }],
+    ['grace period 0 (kubectl --force)', { gracePeriodSeconds: ['0'] }, undefined, { dryRun: false, gracePeriodSeconds: 0 }],
+    ['grace period 1 in the body (kubectl --now)', {}, { gracePeriodSeconds: 1, propagationPolicy: 'Background' }, { dryRun: false, gracePeriodSeconds: 1, propagationPolicy: 'Background' }],
+    ['a negative grace period reads as 1', { gracePeriodSeconds: ['-5'] }, undefined, { dryRun: false, gracePeriodSeconds: 1 }],
+    ['a negative grace period in the body reads as 1', {}, { gracePeriodSeconds: -1 }, { dryRun: false, gracePeriodSeconds: 1 }],
+    ['dryRun in the query', { dryRun: ['All'] }, undefined, { dryRun: true }],
+    ['dryRun in the body', {}, { dryRun: ['All'] }, { dryRun: true }],
+    ['preconditions', {}, { preconditions: { uid: 'u', resourceVersion: '7' } }, { dryRun: false, preconditions: { uid: 'u', resourceVersion: '7' } }],
+    ['nulls are unset', {}, { propagationPolicy: null, orphanDependents: null, gracePeriodSeconds: null, dryRun: null, preconditions: null }, { dryRun: false }],
+    ['the body wins over the query', { propagationPolicy: ['Orphan'], gracePeriodSeconds: ['30'] }, { propagationPolicy: 'Background', gracePeriodSeconds: 0 }, { dryRun: false, propagationPolicy: 'Background', gracePeriodSeconds: 0 }],
+  ])('%s is accepted', (_name, query, body, want) => {
+    expect(parse(query as Query, body)).toEqual(want);
+  });
+
+  test.each([
+    ['Foreground in the query', { propagationPolicy: ['Foreground'] }, undefined],
+    ['Orphan in the query', { propagationPolicy: ['Orphan'] }, undefined],
+    ['Foreground in the body', {}, { propagationPolicy: 'Foreground' }],
+    ['Orphan in the body', {}, { propagationPolicy: 'Orphan' }],
+    ['Orphan in a dry run', { dryRun: ['All'] }, { propagationPolicy: 'Orphan' }],
+    ['Orphan in the body over Background in the query', { propagationPolicy: ['Background'] }, { propagationPolicy: 'Orphan' }],
+  ])('propagationPolicy %s is refused: no garbage collector', (_name, query, body) => {
+    const err = refusal(query as Query, body);
+    expect(err.code).toBe(400);
+    expect(err.reason).toBe('BadRequest');
+    expect(err.message).toMatch(/^propagationPolicy "(Foreground|Orphan)" is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned; leave propagationPolicy unset or use "Background"$/);
+    expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'propagationPolicy', reason: 'FieldValueNotSupported' })]);
+  });
+
+  test.each([
+    ['the body', {}, { orphanDependents: true }],
+    ['the query', { orphanDependents: ['true'] }, undefined],
+    ['the query, any value but false or 0', { orphanDependents: ['1'] }, undefined],
+    ['the query, empty', { orphanDependents: [''] }, undefined],
+  ])('orphanDependents true in %s is refused: no garbage collector', (_name, query, body) => {
+    const err = refusal(query as Query, body);
+    expect(err.code).toBe(400);
+    expect(err.message).toBe('orphanDependents true is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned; leave orphanDependents unset or false');
+    expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'orphanDependents', reason: 'FieldValueNotSupported' })]);
+  });
+
+  test.each([
+    ['both in the body', {}, { orphanDependents: false, propagationPolicy: 'Background' }, 'Background'],
+    ['both in the query', { orphanDependents: ['false'], propagationPolicy: ['Background'] }, undefined, 'Background'],
+    ['one in each', { orphanDependents: ['true'] }, { propagationPolicy: 'Foreground' }, 'Foreground'],
+    ['orphanDependents true with Orphan', {}, { orphanDependents: true, propagationPolicy: 'Orphan' }, 'Orphan'],
+  ])('orphanDependents and propagationPolicy both set (%s) is refused', (_name, query, body, policy) => {
+    const err = refusal(query as Query, body);
+    expect(err.code).toBe(400);
+    expect(err.message).toBe(`propagationPolicy: Invalid value: "${policy}": orphanDependents and propagationPolicy cannot both be set`);
+    expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'propagationPolicy', reason: 'FieldValueInvalid' })]);
+  });
+
+  test.each([
+    ['an unknown policy', { propagationPolicy: ['Sideways'] }, undefined, /^propagationPolicy "Sideways" is invalid: supported values: "Orphan", "Background", "Foreground"$/],
+    ['an empty policy', { propagationPolicy: [''] }, undefined, /^propagationPolicy "" is invalid/],
+    ['an unknown policy in the body', {}, { propagationPolicy: 'background' }, /^propagationPolicy "background" is invalid/],
+    ['a policy that is not a string', {}, { propagationPolicy: 1 }, /^DeleteOptions\.propagationPolicy: Invalid value: 1: must be a string$/],
+    ['orphanDependents that is not a boolean', {}, { orphanDependents: 'true' }, /^DeleteOptions\.orphanDependents: Invalid value: "true": must be a boolean$/],
+    ['a grace period that is not an integer', {}, { gracePeriodSeconds: 'soon' }, /^DeleteOptions\.gracePeriodSeconds: Invalid value: "soon": must be an integer$/],
+    ['a fractional grace period', {}, { gracePeriodSeconds: 1.5 }, /^DeleteOptions\.gracePeriodSeconds/],
+    ['a grace period beyond int64 in the body', {}, '{"gracePeriodSeconds": 1e30}', /^DeleteOptions\.gracePeriodSeconds: Invalid value: 1e\+30: must be between/],
+    ['a grace period in the query that is not an integer', { gracePeriodSeconds: ['soon'] }, undefined, /^gracePeriodSeconds: Invalid value: "soon": must be an integer$/],
+    ['a wrong query grace period under a body one', { gracePeriodSeconds: ['soon'] }, { gracePeriodSeconds: 0 }, /^gracePeriodSeconds: Invalid value: "soon"/],
+    ['an unknown dryRun in the query', { dryRun: ['Sometimes'] }, undefined, /^Invalid dryRun value: "Sometimes"/],
+    ['an unknown dryRun in the body', { dryRun: ['All'] }, { dryRun: ['Sometimes'] }, /^Invalid dryRun value: "Sometimes"/],
+    ['dryRun that is not a list', {}, { dryRun: 'All' }, /^DeleteOptions\.dryRun: Invalid value: "All": must be a list of strings$/],
+    ['preconditions that are not an object', {}, { preconditions: 'x' }, /^DeleteOptions\.preconditions: /],
+    ['a uid that is not a string', {}, { preconditions: { uid: 5 } }, /^DeleteOptions\.preconditions\.uid: /],
+    ['a body that is not an object', {}, '[]', /^DeleteOptions must be a JSON object$/],
+  ])('%s is 400 naming it', (_name, query, body, message) => {
+    const err = refusal(query as Query, body);
+    expect(err.code).toBe(400);
+    expect(err.reason).toBe('BadRequest');
+    expect(err.message).toMatch(message);
+  });
+});

@@ -1,0 +1,137 @@
+import { ApiError, isJsonObject, type StatusCause } from '@svc/apimachinery';
+import { parseJson } from '../negotiation';
+import { parseBoolParam } from '../query-bool';
+import { INT64_MAX, INT64_MIN, firstValue, int64NumberParam, safeNumber } from '../query-params';
+import type { DeleteOptions } from '../rest';
+import { dryRunOf } from './common';
+
+/**
+ * DeleteOptions of a delete, a deletecollection or a namespace's deletion,
+ * from the query and the body, parsed and checked once. A field set in the
+ * body wins over the same query parameter. Wrong types are 400 naming the
+ * field, never ignored; then the original's checks of DeleteOptions
+ * (`orphanDependents` and `propagationPolicy` not both set, a known
+ * `propagationPolicy`, `dryRun` only `All`), then what this server cannot
+ * honour yet.
+ *
+ * There is no garbage collector yet: dependents named by ownerReferences are
+ * never deleted nor orphaned (their ownerReferences stay). So the policies
+ * that promise something about dependents, `Foreground`, `Orphan` and
+ * `orphanDependents: true`, are refused with 400 rather than accepted and
+ * silently not done; `Background` (kubectl's default) and no policy delete
+ * the object alone, which is what `Background` does when there are no
+ * dependents.
+ *
+ * `gracePeriodSeconds` is accepted: no kind here deletes gracefully, and
+ * the original ignores the grace period for such kinds. A negative one is
+ * read as 1, as the original reads it, not refused.
+ */
+
+export const PROPAGATION_POLICIES = ['Orphan', 'Background', 'Foreground'] as const;
+
+const NO_GARBAGE_COLLECTOR = 'this server has no garbage collector yet, so dependents are never deleted or orphaned';
+
+/** 400 BadRequest with one cause naming the field. */
+function refused(message: string, field: string, reason: string, causeMessage: string): ApiError {
+  const cause: StatusCause = { reason, field, message: causeMessage };
+  return ApiError.badRequest(message, [cause]);
+}
+
+function invalid(field: string, value: unknown, want: string): ApiError {
+  const text = `Invalid value: ${JSON.stringify(value)}: must be ${want}`;
+  return refused(`DeleteOptions.${field}: ${text}`, field, 'FieldValueInvalid', text);
+}
+
+/** What the body may set, type-checked; undefined for fields it leaves unset (absent or null). */
+interface BodyOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: string;
+  gracePeriodSeconds?: number;
+  orphanDependents?: boolean;
+  dryRun?: string[];
+}
+
+function bodyOptions(body: Buffer): BodyOptions {
+  const parsed = parseJson(body);
+  if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');
+  const out: BodyOptions = {};
+  const set = (v: unknown): boolean => v !== undefined && v !== null;
+  const pre = parsed['preconditions'];
+  if (set(pre)) {
+    if (!isJsonObject(pre)) throw invalid('preconditions', pre, 'an object');
+    out.preconditions = {};
+    for (const field of ['uid', 'resourceVersion'] as const) {
+      const v = pre[field];
+      if (!set(v)) continue;
+      if (typeof v !== 'string') throw invalid(`preconditions.${field}`, v, 'a string');
+      out.preconditions[field] = v;
+    }
+  }
+  const policy = parsed['propagationPolicy'];
+  if (set(policy)) {
+    if (typeof policy !== 'string') throw invalid('propagationPolicy', policy, 'a string');
+    out.propagationPolicy = policy;
+  }
+  const grace = parsed['gracePeriodSeconds'];
+  if (set(grace)) {
+    if (typeof grace !== 'number' || !Number.isInteger(grace)) throw invalid('gracePeriodSeconds', grace, 'an integer');
+    if (grace > Number(INT64_MAX) || grace < Number(INT64_MIN)) throw invalid('gracePeriodSeconds', grace, `between ${INT64_MIN} and ${INT64_MAX}`);
+    out.gracePeriodSeconds = safeNumber(BigInt(grace));
+  }
+  const orphan = parsed['orphanDependents'];
+  if (set(orphan)) {
+    if (typeof orphan !== 'boolean') throw invalid('orphanDependents', orphan, 'a boolean');
+    out.orphanDependents = orphan;
+  }
+  const dryRun = parsed['dryRun'];
+  if (set(dryRun)) {
+    if (!Array.isArray(dryRun) || dryRun.some((v) => typeof v !== 'string')) throw invalid('dryRun', dryRun, 'a list of strings');
+    out.dryRun = dryRun as string[];
+  }
+  return out;
+}
+
+/**
+ * The options of a delete: `queryValues(name)` gives a query parameter's
+ * values (none when absent), `body` is the request body (empty for none).
+ */
+export function parseDeleteOptions(queryValues: (name: string) => readonly string[], body: Buffer): DeleteOptions {
+  // Every value is converted, the query's too where the body overrides it: a wrong one is never passed over.
+  const queryDryRun = dryRunOf([...queryValues('dryRun')]);
+  const queryGrace = int64NumberParam(queryValues('gracePeriodSeconds'), 'gracePeriodSeconds');
+  const queryOrphan = queryValues('orphanDependents');
+  const fromBody = body.length > 0 ? bodyOptions(body) : {};
+  const bodyDryRun = fromBody.dryRun !== undefined && dryRunOf(fromBody.dryRun);
+
+  const propagationPolicy = fromBody.propagationPolicy ?? firstValue(queryValues('propagationPolicy'));
+  const orphanDependents = fromBody.orphanDependents ?? (queryOrphan.length > 0 ? parseBoolParam(queryOrphan) : undefined);
+  const gracePeriodSeconds = fromBody.gracePeriodSeconds ?? queryGrace;
+  const dryRun = queryDryRun || bodyDryRun;
+
+  // The original's checks of DeleteOptions.
+  if (orphanDependents !== undefined && propagationPolicy !== undefined) {
+    const text = `Invalid value: ${JSON.stringify(propagationPolicy)}: orphanDependents and propagationPolicy cannot both be set`;
+    throw refused(`propagationPolicy: ${text}`, 'propagationPolicy', 'FieldValueInvalid', text);
+  }
+  if (propagationPolicy !== undefined && !(PROPAGATION_POLICIES as readonly string[]).includes(propagationPolicy)) {
+    const supported = PROPAGATION_POLICIES.map((p) => JSON.stringify(p)).join(', ');
+    throw refused(`propagationPolicy ${JSON.stringify(propagationPolicy)} is invalid: supported values: ${supported}`, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(propagationPolicy)}: supported values: ${supported}`);
+  }
+
+  // What this server cannot do yet.
+  if (propagationPolicy === 'Foreground' || propagationPolicy === 'Orphan') {
+    const text = `propagationPolicy ${JSON.stringify(propagationPolicy)} is not supported by this server yet: ${NO_GARBAGE_COLLECTOR}; leave propagationPolicy unset or use "Background"`;
+    throw refused(text, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(propagationPolicy)}: supported values: "Background"`);
+  }
+  if (orphanDependents === true) {
+    const text = `orphanDependents true is not supported by this server yet: ${NO_GARBAGE_COLLECTOR}; leave orphanDependents unset or false`;
+    throw refused(text, 'orphanDependents', 'FieldValueNotSupported', 'Unsupported value: true: supported values: false');
+  }
+
+  const options: DeleteOptions = { dryRun };
+  if (fromBody.preconditions !== undefined) options.preconditions = fromBody.preconditions;
+  if (propagationPolicy !== undefined) options.propagationPolicy = propagationPolicy;
+  // Negative means 1 second, as in the original; no kind deletes gracefully yet, so either way the object goes at once.
+  if (gracePeriodSeconds !== undefined) options.gracePeriodSeconds = gracePeriodSeconds < 0 ? 1 : gracePeriodSeconds;
+  return options;
+}

@@ -1,0 +1,139 @@
+import { startEnvironment, type Environment } from '@svc/testenv';
+import { run } from './helpers';
+import { adminRequest, type HttpResponse } from './http';
+
+/**
+ * DeleteOptions that promise something about dependents are refused until
+ * there is a garbage collector: `propagationPolicy` Foreground and Orphan
+ * and `orphanDependents: true` are 400 naming the field, in the query or
+ * the body, for a delete, a deletecollection and a namespace's deletion,
+ * and the object is still there afterwards. `Background` (kubectl's
+ * default), no policy and any grace period delete as before.
+ */
+describe('DeleteOptions the server cannot honour yet', () => {
+  let env: Environment;
+  const ns = '/api/v1/namespaces/default';
+  const kubectl = (args: string[]) => run('kubectl', ['--kubeconfig', env.kubeconfigPath, ...args]);
+  const configMap = (name: string, labels: Record<string, string> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels }, data: { k: 'v' } });
+  const create = async (name: string, labels: Record<string, string> = {}): Promise<void> => {
+    expect((await adminRequest(env, 'POST', `${ns}/configmaps`, configMap(name, labels))).status).toBe(201);
+  };
+  const exists = async (path: string): Promise<boolean> => {
+    const status = (await adminRequest(env, 'GET', path)).status;
+    expect([200, 404]).toContain(status);
+    return status === 200;
+  };
+  const expectRefused = (res: HttpResponse, field: string, message: RegExp): void => {
+    expect(`${res.status} ${res.body}`).toMatch(/^400 /);
+    expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 400, reason: 'BadRequest', details: { causes: [expect.objectContaining({ field })] } });
+    expect(String(res.json()['message'])).toMatch(message);
+  };
+  const NOT_YET = (policy: string) => new RegExp(`^propagationPolicy "${policy}" is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned`);
+  const ORPHAN_NOT_YET = /^orphanDependents true is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned/;
+  const BOTH = /^propagationPolicy: Invalid value: "\w+": orphanDependents and propagationPolicy cannot both be set$/;
+
+  beforeAll(async () => {
+    env = await startEnvironment();
+  }, 120_000);
+
+  afterAll(async () => {
+    await env?.stop(true);
+  });
+
+  test('Foreground, Orphan and orphanDependents true are refused in the query and the body; the object stays', async () => {
+    await create('kept');
+    const path = `${ns}/configmaps/kept`;
+    for (const policy of ['Foreground', 'Orphan']) {
+      expectRefused(await adminRequest(env, 'DELETE', `${path}?propagationPolicy=${policy}`), 'propagationPolicy', NOT_YET(policy));
+      expectRefused(await adminRequest(env, 'DELETE', path, JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: policy })), 'propagationPolicy', NOT_YET(policy));
+      // A dry run is refused the same way.
+      expectRefused(await adminRequest(env, 'DELETE', `${path}?dryRun=All`, JSON.stringify({ propagationPolicy: policy })), 'propagationPolicy', NOT_YET(policy));
+      expect(await exists(path)).toBe(true);
+    }
+    expectRefused(await adminRequest(env, 'DELETE', `${path}?orphanDependents=true`), 'orphanDependents', ORPHAN_NOT_YET);
+    expectRefused(await adminRequest(env, 'DELETE', path, JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
+    expect(await exists(path)).toBe(true);
+  });
+
+  test('orphanDependents and propagationPolicy together are refused, whatever their values', async () => {
+    await create('both');
+    const path = `${ns}/configmaps/both`;
+    expectRefused(await adminRequest(env, 'DELETE', path, JSON.stringify({ orphanDependents: false, propagationPolicy: 'Background' })), 'propagationPolicy', BOTH);
+    expectRefused(await adminRequest(env, 'DELETE', `${path}?orphanDependents=false&propagationPolicy=Background`), 'propagationPolicy', BOTH);
+    expectRefused(await adminRequest(env, 'DELETE', `${path}?orphanDependents=false`, JSON.stringify({ propagationPolicy: 'Background' })), 'propagationPolicy', BOTH);
+    expect(await exists(path)).toBe(true);
+  });
+
+  test('Background, no policy, orphanDependents false and any grace period delete at once', async () => {
+    const cases: Array<[string, string, string | undefined]> = [
+      ['bg-query', '?propagationPolicy=Background', undefined],
+      ['bg-body', '', JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' })],
+      ['no-policy', '', undefined],
+      ['no-orphans', '?orphanDependents=false', undefined],
+      ['no-orphans-body', '', JSON.stringify({ orphanDependents: false })],
+      ['grace-0', '?gracePeriodSeconds=0', undefined],
+      ['grace-30', '', JSON.stringify({ gracePeriodSeconds: 30, propagationPolicy: 'Background' })],
+      ['grace-negative', '?gracePeriodSeconds=-1', undefined],
+      ['grace-negative-body', '', JSON.stringify({ gracePeriodSeconds: -10 })],
+    ];
+    for (const [name, query, body] of cases) {
+      await create(name);
+      const res = await adminRequest(env, 'DELETE', `${ns}/configmaps/${name}${query}`, body);
+      expect(`${name} ${res.status} ${res.body}`).toMatch(new RegExp(`^${name} 200 `));
+      expect(await exists(`${ns}/configmaps/${name}`)).toBe(false);
+    }
+  });
+
+  test('deletecollection refuses the same options and deletes nothing; with Background it deletes', async () => {
+    await create('batch-1', { batch: 'x' });
+    await create('batch-2', { batch: 'x' });
+    const collection = `${ns}/configmaps?labelSelector=batch%3Dx`;
+    expectRefused(await adminRequest(env, 'DELETE', `${collection}&propagationPolicy=Foreground`), 'propagationPolicy', NOT_YET('Foreground'));
+    expectRefused(await adminRequest(env, 'DELETE', collection, JSON.stringify({ propagationPolicy: 'Orphan' })), 'propagationPolicy', NOT_YET('Orphan'));
+    expectRefused(await adminRequest(env, 'DELETE', collection, JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
+    expectRefused(await adminRequest(env, 'DELETE', `${collection}&orphanDependents=false&propagationPolicy=Background`), 'propagationPolicy', BOTH);
+    expect(await exists(`${ns}/configmaps/batch-1`)).toBe(true);
+    expect(await exists(`${ns}/configmaps/batch-2`)).toBe(true);
+    const res = await adminRequest(env, 'DELETE', collection, JSON.stringify({ propagationPolicy: 'Background', gracePeriodSeconds: 0 }));
+    expect(`${res.status} ${res.body}`).toMatch(/^200 /);
+    expect(((res.json()['items'] as Array<{ metadata: { name: string } }>).map((i) => i.metadata.name)).sort()).toEqual(['batch-1', 'batch-2']);
+    expect(await exists(`${ns}/configmaps/batch-1`)).toBe(false);
+  });
+
+  test('kubectl delete --cascade=orphan and --cascade=foreground get the 400; plain delete, --cascade=background, --now and --force work', async () => {
+    await create('via-kubectl');
+    for (const [cascade, policy] of [['orphan', 'Orphan'], ['foreground', 'Foreground']] as const) {
+      const res = await kubectl(['delete', 'configmap', 'via-kubectl', `--cascade=${cascade}`]);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(/Error from server \(BadRequest\): propagationPolicy "\w+" is not supported by this server yet/);
+      expect(res.stderr).toContain(`"${policy}"`);
+      expect(await exists(`${ns}/configmaps/via-kubectl`)).toBe(true);
+    }
+    const plain = await kubectl(['delete', 'configmap', 'via-kubectl']);
+    expect(`${plain.code} ${plain.stdout}${plain.stderr}`).toMatch(/^0 configmap "via-kubectl" deleted/);
+    expect(await exists(`${ns}/configmaps/via-kubectl`)).toBe(false);
+
+    for (const [name, flags] of [['kc-background', ['--cascade=background']], ['kc-now', ['--now']], ['kc-force', ['--force', '--grace-period=0']], ['kc-grace', ['--grace-period=5']]] as const) {
+      await create(name);
+      const res = await kubectl(['delete', 'configmap', name, ...flags]);
+      expect(`${name} ${res.code} ${res.stdout}`).toMatch(new RegExp(`^${name} 0 configmap "${name}" (force )?deleted`));
+      expect(await exists(`${ns}/configmaps/${name}`)).toBe(false);
+    }
+  });
+
+  test('a namespace is not deleted with Foreground or Orphan; kubectl delete namespace still works', async () => {
+    expect((await adminRequest(env, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'opts' } }))).status).toBe(201);
+    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts?propagationPolicy=Foreground'), 'propagationPolicy', NOT_YET('Foreground'));
+    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts', JSON.stringify({ propagationPolicy: 'Orphan' })), 'propagationPolicy', NOT_YET('Orphan'));
+    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts', JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
+    const refused = await kubectl(['delete', 'namespace', 'opts', '--cascade=orphan']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/\(BadRequest\): propagationPolicy "Orphan" is not supported by this server yet/);
+    const namespace = (await adminRequest(env, 'GET', '/api/v1/namespaces/opts')).json() as { status?: { phase?: string }; metadata: { deletionTimestamp?: string } };
+    expect(namespace.status?.phase).toBe('Active');
+    expect(namespace.metadata.deletionTimestamp).toBeUndefined();
+    const deleted = await kubectl(['delete', 'namespace', 'opts']);
+    expect(`${deleted.code} ${deleted.stdout}${deleted.stderr}`).toMatch(/^0 namespace "opts" deleted/);
+    expect((await adminRequest(env, 'GET', '/api/v1/namespaces/opts')).status).toBe(404);
+  });
+});
