@@ -12,7 +12,8 @@ import {
 } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
-import { runListWatch } from './list-watch';
+import type { SharedInformer, SharedInformerFactory } from './informer';
+import { runWorkers, WorkQueue, type WorkQueueOptions } from './work-queue';
 
 /**
  * The bootstrap-token controllers (SPEC sections 3 and 5):
@@ -20,7 +21,7 @@ import { runListWatch } from './list-watch';
  *   ConfigMap equal to a detached HS256 JWS of its `kubeconfig` for every
  *   unexpired token allowed to sign, and removes the others;
  * - the cleaner deletes bootstrap-token Secrets once they expire.
- * Both list and watch the Secrets of the system namespace through the API.
+ * Both follow the Secrets of the system namespace through one shared informer.
  */
 
 const SECRETS = `/api/v1/namespaces/${SYSTEM_NAMESPACE}/secrets`;
@@ -37,125 +38,81 @@ export function detachedSignature(content: string, tokenId: string, tokenSecret:
   return `${header}..${signature}`;
 }
 
-/** The bootstrap tokens among the Secrets of the system namespace, by name. */
-class TokenSecrets {
-  readonly byName = new Map<string, ApiObject>();
-
-  replace(items: ApiObject[]): void {
-    this.byName.clear();
-    for (const s of items) this.observe('ADDED', s);
+/** The bootstrap tokens among `secrets` that parse. */
+function tokensOf(secrets: ApiObject[]): Array<{ secret: ApiObject; token: BootstrapTokenSecret }> {
+  const out: Array<{ secret: ApiObject; token: BootstrapTokenSecret }> = [];
+  for (const secret of secrets) {
+    if (!(secret.metadata?.name ?? '').startsWith(BOOTSTRAP_TOKEN_SECRET_PREFIX)) continue;
+    const read = readBootstrapTokenSecret(secret);
+    if ('token' in read) out.push({ secret, token: read.token });
   }
-
-  observe(type: string, secret: ApiObject): void {
-    const name = secret.metadata?.name ?? '';
-    if (!name.startsWith(BOOTSTRAP_TOKEN_SECRET_PREFIX)) return;
-    if (type === 'DELETED') this.byName.delete(name);
-    else this.byName.set(name, secret);
-  }
-
-  tokens(): Array<{ secret: ApiObject; token: BootstrapTokenSecret }> {
-    const out: Array<{ secret: ApiObject; token: BootstrapTokenSecret }> = [];
-    for (const secret of this.byName.values()) {
-      const read = readBootstrapTokenSecret(secret);
-      if ('token' in read) out.push({ secret, token: read.token });
-    }
-    return out;
-  }
+  return out;
 }
 
-interface LoopOptions {
+interface TokenControllerOptions {
+  /** The longest a sync waits for the next expiry before looking again. */
   resyncMs: number;
   now?: () => Date;
+  queue?: WorkQueueOptions;
 }
 
-/** Shared shape of the two controllers: a list-watch of the token Secrets and a debounced sync. */
+/** The one key of the queue: every change leads to one sync of everything, as upstream's signer queues it. */
+const SYNC_KEY = 'sync';
+
+/**
+ * Shared shape of the two controllers: the shared informer of the system
+ * namespace's Secrets queues a sync on every change; a sync that fails comes
+ * back rate-limited, one that waits for an expiry asks to be queued again then.
+ */
 abstract class TokenSecretController {
-  protected readonly abort = new AbortController();
-  protected readonly secrets = new TokenSecrets();
-  protected loops: Promise<void>[] = [];
-  private listed = false;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  protected readonly secrets: SharedInformer;
+  private readonly queue: WorkQueue;
+  private workers: Promise<void> | undefined;
 
   constructor(
     protected readonly client: ApiClient,
+    protected readonly informers: SharedInformerFactory,
     protected readonly log: Logger,
-    protected readonly opts: LoopOptions,
-  ) {}
+    protected readonly opts: TokenControllerOptions,
+  ) {
+    this.secrets = informers.informerFor(SECRETS);
+    this.queue = new WorkQueue(opts.queue);
+  }
 
   get synced(): boolean {
-    return this.listed;
+    return this.secrets.hasSynced();
   }
 
   protected now(): Date {
     return this.opts.now ? this.opts.now() : new Date();
   }
 
-  protected common(): { resyncSeconds: number; signal: AbortSignal; log: Logger } {
-    return { resyncSeconds: Math.max(1, Math.round(this.opts.resyncMs / 1000)), signal: this.abort.signal, log: this.log };
+  protected tokens(): Array<{ secret: ApiObject; token: BootstrapTokenSecret }> {
+    return tokensOf(this.secrets.list());
   }
 
   start(): void {
-    if (this.loops.length > 0) return;
-    this.loops = [
-      runListWatch(
-        this.client,
-        SECRETS,
-        {
-          onSynced: () => (this.listed = true),
-          onList: (items) => {
-            this.secrets.replace(items);
-            this.schedule(0);
-          },
-          onEvent: (e) => {
-            this.secrets.observe(e.type, e.object);
-            this.schedule(0);
-          },
-        },
-        this.common(),
-      ),
-      ...this.extraLoops(),
-    ];
+    if (this.workers) return;
+    const changed = (): void => this.queue.add(SYNC_KEY);
+    for (const informer of this.watched()) informer.addEventHandler({ onAdd: changed, onUpdate: changed, onDelete: changed });
+    // A first sync even when the lists bring nothing (cluster-info may have to be created).
+    this.queue.add(SYNC_KEY);
+    this.workers = runWorkers(1, this.queue, async () => {
+      // Nothing is decided on a partial picture.
+      if (!this.synced) return { requeueAfterMs: 200 };
+      const next = await this.sync();
+      return next === undefined ? undefined : { requeueAfterMs: next };
+    }, (_key, err) => this.log.warn('sync failed; retrying', { err: err.message }));
   }
 
-  protected extraLoops(): Promise<void>[] {
-    return [];
+  /** The informers whose changes call for a sync. */
+  protected watched(): SharedInformer[] {
+    return [this.secrets];
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    if (this.timer) clearTimeout(this.timer);
-    await Promise.all(this.loops);
-    await this.running;
-  }
-
-  /** Runs `sync` after `delayMs`; one run at a time, a request during a run runs it again after. */
-  protected schedule(delayMs: number): void {
-    if (this.abort.signal.aborted) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.running = this.sync()
-        .catch((err: unknown) => {
-          this.log.warn('sync failed; retrying', { err: (err as Error).message });
-          return 1000;
-        })
-        .then((next) => {
-          this.running = undefined;
-          if (this.again) {
-            this.again = false;
-            this.schedule(100);
-          } else if (next !== undefined) {
-            this.schedule(next);
-          }
-        });
-    }, delayMs);
-    this.timer.unref();
+    this.queue.shutDown();
+    await this.workers;
   }
 
   /** Brings the world in line; resolves with when to look again (undefined: at the next change). */
@@ -167,7 +124,7 @@ export class TokenCleaner extends TokenSecretController {
   protected async sync(): Promise<number | undefined> {
     const now = this.now();
     let next: number | undefined;
-    for (const { secret, token } of this.secrets.tokens()) {
+    for (const { secret, token } of this.tokens()) {
       if (!token.expiration) continue;
       if (bootstrapTokenExpired(token, now)) {
         const name = secret.metadata?.name ?? '';
@@ -186,43 +143,26 @@ export class TokenCleaner extends TokenSecretController {
   }
 }
 
-export interface SignerOptions extends LoopOptions {
+export interface SignerOptions extends TokenControllerOptions {
   /** The kubeconfig published in cluster-info when the ConfigMap does not exist yet. */
   clusterInfoKubeconfig: string;
 }
 
 /** Keeps the `jws-kubeconfig-<id>` signatures of cluster-info current (`bootstrapsigner`). */
 export class BootstrapSigner extends TokenSecretController {
-  private clusterInfo: ApiObject | undefined;
-  private clusterInfoListed = false;
+  private readonly configMaps: SharedInformer;
 
-  constructor(client: ApiClient, log: Logger, private readonly signerOpts: SignerOptions) {
-    super(client, log, signerOpts);
+  constructor(client: ApiClient, informers: SharedInformerFactory, log: Logger, private readonly signerOpts: SignerOptions) {
+    super(client, informers, log, signerOpts);
+    this.configMaps = informers.informerFor(`/api/v1/namespaces/${PUBLIC_NAMESPACE}/configmaps`, `fieldSelector=${encodeURIComponent(`metadata.name=${CLUSTER_INFO_CONFIG_MAP}`)}`);
   }
 
   override get synced(): boolean {
-    return super.synced && this.clusterInfoListed;
+    return super.synced && this.configMaps.hasSynced();
   }
 
-  protected override extraLoops(): Promise<void>[] {
-    return [
-      runListWatch(
-        this.client,
-        `/api/v1/namespaces/${PUBLIC_NAMESPACE}/configmaps`,
-        {
-          onSynced: () => (this.clusterInfoListed = true),
-          onList: (items) => {
-            this.clusterInfo = items.find((c) => c.metadata?.name === CLUSTER_INFO_CONFIG_MAP);
-            this.schedule(0);
-          },
-          onEvent: (e) => {
-            this.clusterInfo = e.type === 'DELETED' ? undefined : e.object;
-            this.schedule(0);
-          },
-        },
-        { ...this.common(), query: `fieldSelector=${encodeURIComponent(`metadata.name=${CLUSTER_INFO_CONFIG_MAP}`)}` },
-      ),
-    ];
+  protected override watched(): SharedInformer[] {
+    return [this.secrets, this.configMaps];
   }
 
   /** Publishes cluster-info with the configured kubeconfig; undefined when someone else just did, or the namespace is not there. */
@@ -244,7 +184,7 @@ export class BootstrapSigner extends TokenSecretController {
 
   protected async sync(): Promise<number | undefined> {
     if (!this.synced) return undefined;
-    const current = this.clusterInfo ?? (await this.createClusterInfo());
+    const current = this.configMaps.get(`${PUBLIC_NAMESPACE}/${CLUSTER_INFO_CONFIG_MAP}`) ?? (await this.createClusterInfo());
     if (!current) return undefined;
     const data = { ...((current['data'] ?? {}) as Record<string, string>) };
     const content = data['kubeconfig'];
@@ -252,7 +192,7 @@ export class BootstrapSigner extends TokenSecretController {
     const now = this.now();
     const want = new Map<string, string>();
     let next: number | undefined;
-    for (const { token } of this.secrets.tokens()) {
+    for (const { token } of this.tokens()) {
       if (!token.usageSigning || bootstrapTokenExpired(token, now)) continue;
       want.set(`${JWS_KEY_PREFIX}${token.id}`, detachedSignature(content, token.id, token.secret));
       if (token.expiration) next = Math.min(next ?? Infinity, token.expiration.getTime() - now.getTime());
@@ -272,10 +212,10 @@ export class BootstrapSigner extends TokenSecretController {
     }
     if (changed) {
       try {
-        this.clusterInfo = await this.client.request('PUT', CLUSTER_INFO, { ...current, data });
+        await this.client.request('PUT', CLUSTER_INFO, { ...current, data });
         this.log.info('updated the cluster-info signatures', { tokens: [...want.keys()].map((k) => k.slice(JWS_KEY_PREFIX.length)) });
       } catch (err) {
-        // Changed meanwhile: the watch brings the new version and another sync.
+        // Changed meanwhile: the informer brings the new version and another sync.
         if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
       }
     }

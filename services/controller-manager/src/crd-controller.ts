@@ -2,7 +2,8 @@ import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
 import { APIEXTENSIONS_GROUP, builtinResources, CRD_CLEANUP_FINALIZER, crdStorageVersion, servedNames, specNames, type CustomResourceNames } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
-import { runListWatch } from './list-watch';
+import type { SharedInformer, SharedInformerFactory } from './informer';
+import { runWorkers, WorkQueue, type SyncResult, type WorkQueueOptions } from './work-queue';
 
 /**
  * CustomResourceDefinitions, as the original server's apiextensions
@@ -25,9 +26,9 @@ interface Condition {
 }
 
 export interface CrdControllerOptions {
-  resyncMs: number;
   /** How soon a definition whose objects are still going is looked at again. */
   retryMs?: number;
+  queue?: WorkQueueOptions;
 }
 
 /** The built-in kinds' names by group, built once: building the built-in definitions costs milliseconds, and every reconcile asks. */
@@ -105,106 +106,72 @@ export function desiredCrdStatus(crd: ApiObject, others: ApiObject[], now: Date)
 }
 
 export class CustomResourceDefinitionController {
-  private readonly abort = new AbortController();
-  private readonly cache = new Map<string, ApiObject>();
-  private readonly queue = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private loop: Promise<void> | undefined;
-  private working = false;
-  private listed = false;
+  private readonly crds: SharedInformer;
+  private readonly queue: WorkQueue;
+  /**
+   * Definitions as this controller last wrote them, until the informer
+   * catches up (as upstream's mutation cache): the names accepted for one
+   * are seen when the next is reconciled.
+   */
+  private readonly written = new Map<string, ApiObject>();
+  private workers: Promise<void> | undefined;
 
   constructor(
     private readonly client: ApiClient,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
-    private readonly opts: CrdControllerOptions,
-  ) {}
+    private readonly opts: CrdControllerOptions = {},
+  ) {
+    this.crds = informers.informerFor(CRDS);
+    this.queue = new WorkQueue(opts.queue);
+  }
 
   get synced(): boolean {
-    return this.listed;
+    return this.crds.hasSynced();
   }
 
   start(): void {
-    this.loop ??= runListWatch(
-      this.client,
-      CRDS,
-      {
-        onSynced: () => (this.listed = true),
-        onList: (items) => {
-          this.cache.clear();
-          for (const crd of items) this.remember(crd);
-        },
-        onEvent: (e) => {
-          const name = e.object.metadata?.name;
-          if (!name || e.type === 'BOOKMARK') return;
-          if (e.type === 'DELETED') this.cache.delete(name);
-          else this.remember(e.object);
-        },
-      },
-      { resyncSeconds: Math.max(1, Math.round(this.opts.resyncMs / 1000)), signal: this.abort.signal, log: this.log },
+    if (this.workers) return;
+    const changed = (crd: ApiObject): void => {
+      if (crd.metadata?.name) this.queue.add(crd.metadata.name);
+    };
+    this.crds.addEventHandler({ onAdd: changed, onUpdate: (_old, crd) => changed(crd), onDelete: (crd) => this.written.delete(crd.metadata?.name ?? '') });
+    // One definition at a time, so names accepted for one are seen by the next.
+    this.workers = runWorkers(1, this.queue, (name) => this.reconcile(name), (name, err) =>
+      this.log.warn('custom resource definition not reconciled; retrying', { name, err: err.message, retries: this.queue.numRequeues(name) + 1 }),
     );
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    for (const t of this.timers) clearTimeout(t);
-    await this.loop;
+    this.queue.shutDown();
+    await this.workers;
   }
 
-  private remember(crd: ApiObject): void {
-    const name = crd.metadata?.name;
-    if (!name) return;
-    this.cache.set(name, crd);
-    this.enqueue(name);
-  }
-
-  private enqueue(name: string): void {
-    this.queue.add(name);
-    if (!this.working) void this.work();
-  }
-
-  private later(name: string): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      this.enqueue(name);
-    }, this.opts.retryMs ?? 1000);
-    this.timers.add(t);
-  }
-
-  /** One definition at a time, so names accepted for one are seen by the next. */
-  private async work(): Promise<void> {
-    this.working = true;
-    try {
-      while (this.queue.size > 0 && !this.abort.signal.aborted) {
-        const name = this.queue.values().next().value as string;
-        this.queue.delete(name);
-        try {
-          await this.reconcile(name);
-        } catch (err) {
-          if (this.abort.signal.aborted) return;
-          this.log.warn('custom resource definition not reconciled; retrying', { name, err: (err as Error).message });
-          this.later(name);
-        }
-      }
-    } finally {
-      this.working = false;
+  /** The newest of what the informer holds and what this controller wrote. */
+  private current(name: string): ApiObject | undefined {
+    const seen = this.crds.get(name);
+    const mine = this.written.get(name);
+    if (!seen || !mine) return seen;
+    if (revision(seen) >= revision(mine)) {
+      this.written.delete(name);
+      return seen;
     }
+    return mine;
   }
 
-  private async reconcile(name: string): Promise<void> {
-    const crd = this.cache.get(name);
+  private async reconcile(name: string): Promise<SyncResult> {
+    const crd = this.current(name);
     if (!crd) return;
-    if (crd.metadata?.deletionTimestamp) {
-      await this.cleanUp(name, crd);
-      return;
-    }
-    const status = desiredCrdStatus(crd, [...this.cache.values()], new Date());
+    if (crd.metadata?.deletionTimestamp) return this.cleanUp(name, crd);
+    const others = this.crds.list().map((o) => this.current(o.metadata?.name ?? '') ?? o);
+    const status = desiredCrdStatus(crd, others, new Date());
     const current = (crd['status'] as Record<string, unknown> | undefined) ?? {};
     const comparable = (s: Record<string, unknown>): string =>
       JSON.stringify({ ...s, conditions: ((s['conditions'] as Condition[] | undefined) ?? []).map(({ lastTransitionTime: _t, ...c }) => c).sort((a, b) => a.type.localeCompare(b.type)) });
     if (comparable(status) === comparable(current)) return;
     try {
       const written = await this.client.request('PUT', `${CRDS}/${encodeURIComponent(name)}/status`, { ...crd, status });
-      this.cache.set(name, written);
+      this.written.set(name, written);
       const accepted = (status['conditions'] as Condition[]).find((c) => c.type === 'NamesAccepted');
       this.log.info('custom resource definition status written', { name, namesAccepted: accepted?.status, reason: accepted?.reason });
     } catch (err) {
@@ -215,7 +182,7 @@ export class CustomResourceDefinitionController {
   }
 
   /** Deletes every object of a terminating definition; removes the finalizer once none is left. */
-  private async cleanUp(name: string, crd: ApiObject): Promise<void> {
+  private async cleanUp(name: string, crd: ApiObject): Promise<SyncResult> {
     if (!(crd.metadata?.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER)) return;
     const group = sameGroup(crd);
     const names = servedNames(crd);
@@ -244,8 +211,7 @@ export class CustomResourceDefinitionController {
     if (remaining > 0) {
       this.log.info('deleting the objects of a custom resource definition', { name, objects: remaining });
       // Objects held by their own finalizers keep the definition until they go.
-      this.later(name);
-      return;
+      return { requeueAfterMs: this.opts.retryMs ?? 1000 };
     }
     const finalizers = (crd.metadata?.finalizers ?? []).filter((f) => f !== CRD_CLEANUP_FINALIZER);
     try {
@@ -256,4 +222,10 @@ export class CustomResourceDefinitionController {
       throw err;
     }
   }
+}
+
+/** An object's resourceVersion as a number (etcd revisions grow); 0 when there is none. */
+function revision(obj: ApiObject): number {
+  const rv = Number(obj.metadata?.resourceVersion ?? '');
+  return Number.isFinite(rv) ? rv : 0;
 }

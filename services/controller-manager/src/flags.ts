@@ -15,4 +15,14 @@ export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
   },
   'rbac-bootstrap-kubeconfig': { description: 'Kubeconfig of a system:masters identity for the rbac-bootstrap controller, which writes the default roles; default: --kubeconfig', default: '' },
   'namespace-sync-period-seconds': { description: 'How often every namespace is looked at again, besides watching them', default: '30' },
+  'leader-elect': {
+    description: 'Run the controllers only while this process holds the leader Lease, so several replicas can run and one takes over when the leader goes (rbac-bootstrap runs on every replica)',
+    default: 'true',
+    boolean: true,
+  },
+  'leader-elect-lease-duration': { description: 'How long candidates wait after the leader\'s last observed renewal before they take the Lease over', default: '15s' },
+  'leader-elect-renew-deadline': { description: 'How long the leader keeps trying to renew before it stops leading (and exits, for its supervisor to restart it); less than the lease duration', default: '10s' },
+  'leader-elect-retry-period': { description: 'How often candidates try to acquire and the leader renews the Lease', default: '2s' },
+  'leader-elect-resource-name': { description: 'Name of the coordination.svc.io/v1 Lease the replicas compete for', default: 'svc-controller-manager' },
+  'leader-elect-resource-namespace': { description: 'Namespace of that Lease', default: 'svc-system' },
 };

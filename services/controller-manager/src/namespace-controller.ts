@@ -1,7 +1,9 @@
 import { ApiError, canonicalGroup, rfc3339, type ApiObject } from '@svc/apimachinery';
 import { NAMESPACE_FINALIZER } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
-import type { ApiClient, WatchEvent } from './client';
+import type { ApiClient } from './client';
+import type { SharedInformer, SharedInformerFactory } from './informer';
+import { defaultControllerRateLimiter, runWorkers, WorkQueue, type SyncResult, type WorkQueueOptions } from './work-queue';
 import { deletionConditions, mergeConditions, type DeletionProgress } from './namespace-conditions';
 
 interface ApiResourceList {
@@ -22,13 +24,16 @@ interface NamespacedResource {
 }
 
 export interface NamespaceControllerOptions {
-  /** How often every namespace is looked at again (the watch carries changes in between). */
-  resyncMs: number;
   /** How soon a namespace whose content is still going away is looked at again. */
   retryMs?: number;
+  /** Namespaces emptied at the same time (default 10, as upstream's --concurrent-namespace-syncs). */
+  workers?: number;
+  /** The queue's clock and retry policy (tests). */
+  queue?: WorkQueueOptions;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Upstream's namespace controller retries a failing namespace after 5 ms doubling up to a minute. */
+const MAX_RETRY_MS = 60_000;
 
 /**
  * Namespace deletion, as the original controller does it: a DELETE marks a
@@ -37,93 +42,51 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * them, and once nothing is left removes the finalizer through the
  * `finalize` subresource, which lets the server remove the namespace.
  * Objects held by their own finalizers keep the namespace until they go.
+ * Terminating namespaces seen by the shared namespace informer are queued;
+ * workers empty them, a failure comes back rate-limited.
  */
 export class NamespaceController {
-  private stopped = false;
-  private readonly abort = new AbortController();
-  private readonly busy = new Set<string>();
-  private readonly again = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private loop: Promise<void> | undefined;
-  private hasSynced = false;
+  private readonly namespaces: SharedInformer;
+  private readonly queue: WorkQueue;
+  private workers: Promise<void> | undefined;
 
   constructor(
     private readonly client: ApiClient,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
-    private readonly opts: NamespaceControllerOptions,
-  ) {}
+    private readonly opts: NamespaceControllerOptions = {},
+  ) {
+    this.namespaces = informers.informerFor('/api/v1/namespaces');
+    const clock = opts.queue?.clock;
+    this.queue = new WorkQueue({ ...opts.queue, rateLimiter: opts.queue?.rateLimiter ?? defaultControllerRateLimiter(clock, MAX_RETRY_MS) });
+  }
 
-  /** The first list of namespaces succeeded. */
+  /** The first list of namespaces has been seen. */
   get synced(): boolean {
-    return this.hasSynced;
+    return this.namespaces.hasSynced();
   }
 
   start(): void {
-    this.loop ??= this.run();
+    if (this.workers) return;
+    this.namespaces.addEventHandler({ onAdd: (ns) => this.observe(ns), onUpdate: (_old, ns) => this.observe(ns) });
+    this.workers = runWorkers(this.opts.workers ?? 10, this.queue, (name) => this.sync(name), (name, err) =>
+      this.log.warn('namespace cleanup failed; retrying', { namespace: name, err: err.message, retries: this.queue.numRequeues(name) + 1 }),
+    );
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.abort.abort();
-    for (const t of this.timers) clearTimeout(t);
-    await this.loop;
-  }
-
-  /** List, then watch from the list's revision until the watch ends; again. */
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        const list = await this.client.request<{ metadata?: { resourceVersion?: string }; items?: ApiObject[] }>('GET', '/api/v1/namespaces');
-        this.hasSynced = true;
-        for (const ns of list.items ?? []) this.observe(ns);
-        const rv = list.metadata?.resourceVersion ?? '';
-        const timeout = Math.max(1, Math.round(this.opts.resyncMs / 1000));
-        await this.client.watch(
-          `/api/v1/namespaces?watch=true&allowWatchBookmarks=true&timeoutSeconds=${timeout}&resourceVersion=${encodeURIComponent(rv)}`,
-          (e: WatchEvent) => {
-            if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object);
-          },
-          this.abort.signal,
-        );
-      } catch (err) {
-        if (this.stopped) break;
-        this.log.warn('namespace list or watch failed; retrying', { err: (err as Error).message });
-        await sleep(1000);
-      }
-    }
+    this.queue.shutDown();
+    await this.workers;
   }
 
   private observe(ns: ApiObject): void {
     const name = ns.metadata?.name;
-    if (name && ns.metadata?.deletionTimestamp && finalizersOf(ns).includes(NAMESPACE_FINALIZER)) this.enqueue(name);
+    if (name && ns.metadata?.deletionTimestamp && finalizersOf(ns).includes(NAMESPACE_FINALIZER)) this.queue.add(name);
   }
 
-  private enqueue(name: string): void {
-    if (this.stopped) return;
-    if (this.busy.has(name)) {
-      this.again.add(name);
-      return;
-    }
-    this.busy.add(name);
-    this.finalize(name)
-      .catch((err: unknown) => {
-        this.log.warn('namespace cleanup failed; retrying', { namespace: name, err: (err as Error).message });
-        return 'pending' as const;
-      })
-      .then((outcome) => {
-        this.busy.delete(name);
-        if (this.again.delete(name)) this.enqueue(name);
-        else if (outcome === 'pending') this.later(name);
-      });
-  }
-
-  private later(name: string): void {
-    if (this.stopped) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.enqueue(name);
-    }, this.opts.retryMs ?? 1000);
-    this.timers.add(timer);
+  private async sync(name: string): Promise<SyncResult> {
+    const outcome = await this.finalize(name);
+    return outcome === 'pending' ? { requeueAfterMs: this.opts.retryMs ?? 1000 } : undefined;
   }
 
   /** One pass over a terminating namespace; 'pending' while content remains. */

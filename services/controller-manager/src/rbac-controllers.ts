@@ -1,7 +1,8 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
-import { runListWatch } from './list-watch';
+import type { SharedInformer, SharedInformerFactory } from './informer';
+import { runWorkers, WorkQueue, type WorkQueueOptions } from './work-queue';
 import { defaultRbacObjects, reconcileDefault } from './rbac-defaults';
 
 /**
@@ -121,74 +122,58 @@ export function aggregatedRules(role: ApiObject, all: ApiObject[]): unknown[] {
   return rules;
 }
 
+/**
+ * Keeps aggregated ClusterRoles whole: any change to a ClusterRole queues
+ * every role with an aggregationRule, and a worker rewrites those whose
+ * rules differ from what their selectors gather (from the shared informer's
+ * store).
+ */
 export class ClusterRoleAggregation {
-  private readonly abort = new AbortController();
-  private readonly roles = new Map<string, ApiObject>();
-  private loop: Promise<void> | undefined;
-  private listed = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly roles: SharedInformer;
+  private readonly queue: WorkQueue;
+  private workers: Promise<void> | undefined;
 
   constructor(
     private readonly client: ApiClient,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
-    private readonly opts: { resyncMs: number },
-  ) {}
+    opts: { queue?: WorkQueueOptions } = {},
+  ) {
+    this.roles = informers.informerFor(`${RBAC_PATH}/clusterroles`);
+    this.queue = new WorkQueue(opts.queue);
+  }
 
   get synced(): boolean {
-    return this.listed;
+    return this.roles.hasSynced();
   }
 
   start(): void {
-    this.loop = runListWatch(
-      this.client,
-      `${RBAC_PATH}/clusterroles`,
-      {
-        onSynced: () => (this.listed = true),
-        onList: (items) => {
-          this.roles.clear();
-          for (const r of items) this.roles.set(r.metadata?.name ?? '', r);
-          this.schedule();
-        },
-        onEvent: (e) => {
-          const name = e.object.metadata?.name ?? '';
-          if (e.type === 'DELETED') this.roles.delete(name);
-          else if (e.type === 'ADDED' || e.type === 'MODIFIED') this.roles.set(name, e.object);
-          this.schedule();
-        },
-      },
-      { resyncSeconds: Math.max(1, Math.round(this.opts.resyncMs / 1000)), signal: this.abort.signal, log: this.log },
+    if (this.workers) return;
+    const changed = (): void => {
+      for (const role of this.roles.list()) if (role['aggregationRule']) this.queue.add(role.metadata?.name ?? '');
+    };
+    this.roles.addEventHandler({ onAdd: changed, onUpdate: changed, onDelete: changed });
+    this.workers = runWorkers(1, this.queue, (name) => this.sync(name), (name, err) =>
+      this.log.warn('could not update an aggregated cluster role; retrying', { role: name, err: err.message, retries: this.queue.numRequeues(name) + 1 }),
     );
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    if (this.timer) clearTimeout(this.timer);
-    await this.loop;
+    this.queue.shutDown();
+    await this.workers;
   }
 
-  private schedule(): void {
-    if (this.timer || this.abort.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.sync();
-    }, 50);
-    this.timer.unref();
-  }
-
-  private async sync(): Promise<void> {
-    const all = [...this.roles.values()];
-    for (const role of all) {
-      if (!role['aggregationRule']) continue;
-      const rules = aggregatedRules(role, all);
-      if (JSON.stringify(rules) === JSON.stringify(role['rules'] ?? [])) continue;
-      try {
-        const updated = await this.client.request('PUT', `${RBAC_PATH}/clusterroles/${encodeURIComponent(role.metadata?.name ?? '')}`, { ...role, rules });
-        this.roles.set(role.metadata?.name ?? '', updated);
-        this.log.info('aggregated cluster role updated', { role: role.metadata?.name, rules: rules.length });
-      } catch (err) {
-        // Changed meanwhile: the watch brings the new version and another sync.
-        if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) this.log.warn('could not update an aggregated cluster role', { role: role.metadata?.name, err: (err as Error).message });
-      }
+  private async sync(name: string): Promise<void> {
+    const role = this.roles.get(name);
+    if (!role?.['aggregationRule']) return;
+    const rules = aggregatedRules(role, this.roles.list());
+    if (JSON.stringify(rules) === JSON.stringify(role['rules'] ?? [])) return;
+    try {
+      await this.client.request('PUT', `${RBAC_PATH}/clusterroles/${encodeURIComponent(name)}`, { ...role, rules });
+      this.log.info('aggregated cluster role updated', { role: name, rules: rules.length });
+    } catch (err) {
+      // Changed meanwhile: the informer brings the new version and another sync.
+      if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
     }
   }
 }

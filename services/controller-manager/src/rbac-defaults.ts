@@ -84,6 +84,20 @@ export const CONTROLLER_ACCOUNTS: Record<string, string> = {
   customresourcedefinition: 'customresourcedefinition-controller',
 };
 
+/**
+ * The service account the shared informers list and watch as (with
+ * `--use-service-account-credentials`): one watch per collection serves
+ * every controller, so it runs under an identity of its own that may only
+ * list and watch what the informers follow, rather than under one
+ * controller's (whose binding would then hold up the others) or the
+ * process's certificate (which stays limited to minting tokens and holding
+ * the leader Lease).
+ */
+export const INFORMER_ACCOUNT = 'shared-informers';
+
+/** The leader-election Lease of the controller-manager (`--leader-elect-resource-name`). */
+export const CONTROLLER_MANAGER_LEASE = 'svc-controller-manager';
+
 const controllerRole = (account: string): string => `system:controller:${account}`;
 const accountSubject = (account: string): Record<string, string> => ({ kind: 'ServiceAccount', name: account, namespace: SYSTEM_NAMESPACE });
 
@@ -93,8 +107,10 @@ const accountSubject = (account: string): Record<string, string> => ({ kind: 'Se
  * aggregation rewrites aggregated ClusterRoles (escalate: they hold what
  * their sources hold), the definitions controller accepts custom resource
  * definitions and deletes the objects of deleted ones, the bootstrap signer reads token Secrets and keeps
- * cluster-info, the token cleaner deletes expired token Secrets. The
- * controller-manager itself may only create those accounts and their tokens.
+ * cluster-info, the token cleaner deletes expired token Secrets, the shared
+ * informers list and watch what the controllers follow. The
+ * controller-manager itself may only create those accounts and their tokens,
+ * and hold its leader Lease in the system namespace.
  * RBAC bootstrap writes every role, so it runs with a `system:masters`
  * identity (`--rbac-bootstrap-kubeconfig`), as the original server writes
  * its defaults with its privileged loopback identity.
@@ -127,6 +143,15 @@ function controllerObjects(): ApiObject[] {
       ],
     ],
   ];
+  // What the shared informers follow: every collection a controller watches, to list and watch only.
+  clusterWide.push([
+    INFORMER_ACCOUNT,
+    [
+      { verbs: ['list', 'watch'], apiGroups: [''], resources: ['namespaces', 'serviceaccounts'] },
+      { verbs: ['list', 'watch'], apiGroups: [RBAC], resources: ['clusterroles'] },
+      { verbs: ['list', 'watch'], apiGroups: ['apiextensions.svc.io'], resources: ['customresourcedefinitions'] },
+    ],
+  ]);
   const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;
   const cleaner = CONTROLLER_ACCOUNTS['tokencleaner'] as string;
   const namespaced: Array<[string, string, Rule[]]> = [
@@ -140,6 +165,8 @@ function controllerObjects(): ApiObject[] {
       ],
     ],
     [SYSTEM_NAMESPACE, cleaner, [{ verbs: [...READ, 'delete'], apiGroups: [''], resources: ['secrets'] }]],
+    [SYSTEM_NAMESPACE, INFORMER_ACCOUNT, [{ verbs: ['list', 'watch'], apiGroups: [''], resources: ['secrets'] }]],
+    [PUBLIC_NAMESPACE, INFORMER_ACCOUNT, [{ verbs: ['list', 'watch'], apiGroups: [''], resources: ['configmaps'] }]],
   ];
   return [
     ...clusterWide.map(([account, rules]) => clusterRole(controllerRole(account), rules)),
@@ -149,6 +176,10 @@ function controllerObjects(): ApiObject[] {
     role(SYSTEM_NAMESPACE, CONTROLLER_MANAGER_USER, [
       { verbs: ['get', 'create'], apiGroups: [''], resources: ['serviceaccounts'] },
       { verbs: ['create'], apiGroups: [''], resources: ['serviceaccounts/token'] },
+      // Leader election, as the original's system:kube-controller-manager: create any Lease (a create names
+      // nothing to check), read and renew only its own.
+      { verbs: ['create'], apiGroups: ['coordination.svc.io'], resources: ['leases'] },
+      { verbs: ['get', 'update'], apiGroups: ['coordination.svc.io'], resources: ['leases'], resourceNames: [CONTROLLER_MANAGER_LEASE] },
     ]),
     roleBinding(SYSTEM_NAMESPACE, CONTROLLER_MANAGER_USER, { kind: 'Role', name: CONTROLLER_MANAGER_USER }, [{ kind: 'User', apiGroup: RBAC, name: CONTROLLER_MANAGER_USER }]),
   ];

@@ -2,9 +2,12 @@ import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
 import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
 import { ApiClient, loadKubeconfig, type Credentials } from './client';
+import { realClock, sleep } from './clock';
 import { CustomResourceDefinitionController } from './crd-controller';
+import { SharedInformerFactory } from './informer';
+import { apiLease, candidateIdentity, LeaderElector } from './leader-election';
 import { ClusterRoleAggregation, RbacBootstrap } from './rbac-controllers';
-import { CONTROLLER_ACCOUNTS } from './rbac-defaults';
+import { CONTROLLER_ACCOUNTS, CONTROLLER_MANAGER_LEASE, INFORMER_ACCOUNT, SYSTEM_NAMESPACE } from './rbac-defaults';
 import { ServiceAccountTokenSource } from './service-account-credentials';
 import { NamespaceController } from './namespace-controller';
 import { ServiceAccountController } from './service-account-controller';
@@ -32,8 +35,32 @@ export interface ControllerManagerConfig {
    * `--kubeconfig` one when unset.
    */
   rbacBootstrapKubeconfig?: string;
+  /** `--leader-elect` and its settings; without it the controllers run at once. */
+  leaderElection?: LeaderElectionSettings;
+  /**
+   * Called when this process led and lost its Lease; the controllers are
+   * stopped instead when unset. The command exits, as the original does.
+   */
+  onLostLeadership?: () => void;
   logger?: Logger;
 }
+
+export interface LeaderElectionSettings {
+  enabled: boolean;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  resourceName?: string;
+  resourceNamespace?: string;
+  /** This candidate's identity; the host name and a random suffix when unset. */
+  identity?: string;
+}
+
+export const DEFAULT_LEASE_NAME = CONTROLLER_MANAGER_LEASE;
+export const DEFAULT_LEASE_NAMESPACE = SYSTEM_NAMESPACE;
+
+/** How long past the renew deadline a leader that did not renew is reported unhealthy (as upstream's leader-election health check). */
+const LEADER_HEALTH_SLACK_MS = 20_000;
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
 export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition'];
@@ -84,17 +111,35 @@ export function clusterInfoKubeconfig(creds: Credentials, server?: string): stri
 export interface ControllerManagerHandle {
   address: string;
   port: number;
-  namespaces: NamespaceController;
-  serviceAccounts: ServiceAccountController;
+  /** The namespace controller, when enabled. */
+  namespaces: NamespaceController | undefined;
+  /** The service-account controller, when enabled. */
+  serviceAccounts: ServiceAccountController | undefined;
   /** The controllers that run, by name. */
   controllers: string[];
+  /** This process's identity in the leader election (undefined without it). */
+  identity: string | undefined;
+  /** Whether the controllers run here: always without leader election, while holding the Lease with it. */
+  isLeader(): boolean;
   close(): Promise<void>;
+}
+
+interface Runnable {
+  name: string;
+  synced: boolean;
+  start(): void;
+  stop(): Promise<void>;
 }
 
 /**
  * Starts the controllers. They are clients of the API like any other (they
- * never reach storage directly); `/readyz` answers 200 once they have read
- * the state they work from.
+ * never reach storage directly) and take what they watch from shared
+ * informers, one list-watch per collection for the whole process. With
+ * leader election they start once this process holds the Lease; the RBAC
+ * defaults are put in place by every replica at once (the Lease's own
+ * permission is among them). `/readyz` answers 200 once the controllers
+ * that run here have read the state they work from (a standby is ready);
+ * `/healthz/leader-election` tells who leads.
  */
 export async function start(config: ControllerManagerConfig): Promise<ControllerManagerHandle> {
   const log = config.logger ?? createLogger('controller-manager');
@@ -103,41 +148,125 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   const creds = loadKubeconfig(config.kubeconfig);
   const ownClient = new ApiClient(creds);
   const clients: ApiClient[] = [ownClient];
-  // The client a controller works with: its own service account's, or the process's.
-  const clientFor = (controller: string): ApiClient => {
-    const account = CONTROLLER_ACCOUNTS[controller];
-    if (!config.useServiceAccountCredentials || !account) return ownClient;
-    const tokenSource = new ServiceAccountTokenSource(ownClient, account, log.with({ controller }));
+  const tokenSources: ServiceAccountTokenSource[] = [];
+  const stopping = new AbortController();
+  // The client of a service account in the system namespace, whose token the process's identity asks for.
+  const accountClient = (account: string, logFields: Record<string, string>): ApiClient => {
+    const tokenSource = new ServiceAccountTokenSource(ownClient, account, log.with(logFields));
+    tokenSources.push(tokenSource);
     const client = new ApiClient(creds, { tokenSource, userAgent: `svc-controller-manager/${account}` });
     clients.push(client);
     return client;
   };
+  // The client a controller works with: its own service account's, or the process's.
+  const clientFor = (controller: string): ApiClient => {
+    const account = CONTROLLER_ACCOUNTS[controller];
+    return config.useServiceAccountCredentials && account ? accountClient(account, { controller }) : ownClient;
+  };
   const resyncMs = config.namespaceSyncPeriodMs ?? 30000;
-  const namespaces = new NamespaceController(clientFor('namespace'), log.with({ controller: 'namespace' }), { resyncMs });
-  const serviceAccounts = new ServiceAccountController(clientFor('serviceaccount'), log.with({ controller: 'serviceaccount' }), { resyncMs });
-  const running: Array<{ name: string; synced: boolean; start(): void; stop(): Promise<void> }> = [];
-  if (enabled.has('namespace')) running.push(Object.assign(namespaces, { name: 'namespace' }));
-  if (enabled.has('serviceaccount')) running.push(Object.assign(serviceAccounts, { name: 'serviceaccount' }));
-  if (enabled.has('bootstrapsigner')) {
+  // The informers read for every controller, under one identity that may only list and watch what they follow.
+  const informerClient = config.useServiceAccountCredentials ? accountClient(INFORMER_ACCOUNT, { component: 'informers' }) : ownClient;
+  const informers = new SharedInformerFactory(informerClient, log.with({ component: 'informers' }), { resyncMs });
+  const controllerLog = (name: string): Logger => log.with({ controller: name });
+  // A controller asks the factory for its informers when it is made: only enabled ones are.
+  const namespaces = enabled.has('namespace') ? new NamespaceController(clientFor('namespace'), informers, controllerLog('namespace')) : undefined;
+  const serviceAccounts = enabled.has('serviceaccount') ? new ServiceAccountController(clientFor('serviceaccount'), informers, controllerLog('serviceaccount')) : undefined;
+  const elected: Runnable[] = [];
+  const add = (name: string, make: () => Omit<Runnable, 'name'> | undefined): void => {
+    const made = enabled.has(name) ? make() : undefined;
+    if (made) elected.push(Object.assign(made, { name }));
+  };
+  add('namespace', () => namespaces);
+  add('serviceaccount', () => serviceAccounts);
+  add('bootstrapsigner', () => {
     const kubeconfig = clusterInfoKubeconfig(creds, config.clusterInfoServer);
-    running.push(Object.assign(new BootstrapSigner(clientFor('bootstrapsigner'), log.with({ controller: 'bootstrapsigner' }), { resyncMs, clusterInfoKubeconfig: kubeconfig }), { name: 'bootstrapsigner' }));
-  }
+    return new BootstrapSigner(clientFor('bootstrapsigner'), informers, controllerLog('bootstrapsigner'), { resyncMs, clusterInfoKubeconfig: kubeconfig });
+  });
+  add('clusterrole-aggregation', () => new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), informers, controllerLog('clusterrole-aggregation')));
+  add('customresourcedefinition', () => new CustomResourceDefinitionController(clientFor('customresourcedefinition'), informers, controllerLog('customresourcedefinition')));
+  add('tokencleaner', () => new TokenCleaner(clientFor('tokencleaner'), informers, controllerLog('tokencleaner'), { resyncMs }));
+  // Every replica writes the defaults, as every replica of the original server does at start: they are idempotent.
+  let bootstrap: Runnable | undefined;
   if (enabled.has('rbac-bootstrap')) {
     const bootstrapClient = config.rbacBootstrapKubeconfig ? new ApiClient(loadKubeconfig(config.rbacBootstrapKubeconfig)) : ownClient;
     if (bootstrapClient !== ownClient) clients.push(bootstrapClient);
-    running.push(Object.assign(new RbacBootstrap(bootstrapClient, log.with({ controller: 'rbac-bootstrap' })), { name: 'rbac-bootstrap' }));
+    bootstrap = Object.assign(new RbacBootstrap(bootstrapClient, controllerLog('rbac-bootstrap')), { name: 'rbac-bootstrap' });
   }
-  if (enabled.has('clusterrole-aggregation')) running.push(Object.assign(new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), log.with({ controller: 'clusterrole-aggregation' }), { resyncMs }), { name: 'clusterrole-aggregation' }));
-  if (enabled.has('customresourcedefinition')) {
-    running.push(Object.assign(new CustomResourceDefinitionController(clientFor('customresourcedefinition'), log.with({ controller: 'customresourcedefinition' }), { resyncMs }), { name: 'customresourcedefinition' }));
-  }
-  if (enabled.has('tokencleaner')) running.push(Object.assign(new TokenCleaner(clientFor('tokencleaner'), log.with({ controller: 'tokencleaner' }), { resyncMs }), { name: 'tokencleaner' }));
+  const names = [...(bootstrap ? [bootstrap.name] : []), ...elected.map((c) => c.name)];
+
+  let controllersRunning = false;
+  let controllersStopped: Promise<void> | undefined;
+  const startControllers = (): void => {
+    if (controllersRunning || controllersStopped) return;
+    controllersRunning = true;
+    // Handlers first, so the first lists reach every controller.
+    for (const c of elected) c.start();
+    informers.start();
+    // As upstream's client builder: a controller's account and token exist once it starts, not only at its first write.
+    for (const source of tokenSources) void warmUp(source);
+    log.info('controllers started', { controllers: elected.map((c) => c.name), informers: informers.collections });
+  };
+  const warmUp = async (source: ServiceAccountTokenSource): Promise<void> => {
+    while (!stopping.signal.aborted) {
+      try {
+        await source.token();
+        return;
+      } catch (err) {
+        log.debug('service account token not issued yet; retrying', { account: source.account, err: (err as Error).message });
+        await sleep(realClock, 1000, stopping.signal);
+      }
+    }
+  };
+  const stopControllers = (): Promise<void> => {
+    stopping.abort();
+    controllersStopped ??= (async () => {
+      controllersRunning = false;
+      await Promise.all(elected.map((c) => c.stop()));
+      await informers.stop();
+    })();
+    return controllersStopped;
+  };
+
+  const election = config.leaderElection?.enabled ? config.leaderElection : undefined;
+  const leaseNamespace = election?.resourceNamespace || DEFAULT_LEASE_NAMESPACE;
+  const leaseName = election?.resourceName || DEFAULT_LEASE_NAME;
+  const elector = election
+    ? new LeaderElector({
+        // The process's own identity holds the Lease (system:svc-controller-manager may get, create and update it).
+        lease: apiLease(ownClient, leaseNamespace, leaseName),
+        namespace: leaseNamespace,
+        name: leaseName,
+        identity: election.identity ?? candidateIdentity(),
+        ...(election.leaseDurationMs ? { leaseDurationMs: election.leaseDurationMs } : {}),
+        ...(election.renewDeadlineMs ? { renewDeadlineMs: election.renewDeadlineMs } : {}),
+        ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
+        log: log.with({ component: 'leader-election' }),
+      })
+    : undefined;
+  const renewDeadlineMs = election?.renewDeadlineMs ?? 10_000;
+  const isLeader = (): boolean => (elector ? elector.isLeader() : controllersRunning);
+
   const health = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    const ok = path === '/healthz' || path === '/livez' || (path === '/readyz' && running.every((c) => c.synced));
-    const known = path === '/healthz' || path === '/livez' || path === '/readyz';
-    res.writeHead(known ? (ok ? 200 : 503) : 404, { 'content-type': 'text/plain' });
-    res.end(known ? (ok ? 'ok' : 'not ready') : 'not found');
+    const answer = (code: number, body: string, type = 'text/plain'): void => {
+      res.writeHead(code, { 'content-type': type });
+      res.end(body);
+    };
+    if (path === '/healthz' || path === '/livez') return answer(200, 'ok');
+    if (path === '/readyz') {
+      const bootstrapped = bootstrap?.synced ?? true;
+      // A standby is ready: it waits for the Lease, which is its job.
+      const ready = bootstrapped && (!isLeader() || elected.every((c) => c.synced));
+      const role = elector ? (isLeader() ? ' (leading)' : ` (standby; leader: ${elector.leader() ?? 'none'})`) : '';
+      return answer(ready ? 200 : 503, ready ? `ok${role}` : `not ready${role}`);
+    }
+    if (path === '/healthz/leader-election') {
+      // Unhealthy only when leading without a renewal for well past the deadline (this process would have exited).
+      const overdue = elector !== undefined && elector.isLeader() && Date.now() - elector.lastRenewal() > renewDeadlineMs + LEADER_HEALTH_SLACK_MS;
+      const body = { enabled: elector !== undefined, identity: elector?.identity, leading: isLeader(), leader: elector ? elector.leader() : undefined, lease: elector ? `${leaseNamespace}/${leaseName}` : undefined };
+      return answer(overdue ? 503 : 200, JSON.stringify(body), 'application/json');
+    }
+    return answer(404, 'not found');
   });
   const [host, port] = [config.listen.slice(0, config.listen.lastIndexOf(':')), Number(config.listen.slice(config.listen.lastIndexOf(':') + 1))];
   await new Promise<void>((resolve, reject) => {
@@ -145,16 +274,36 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     health.listen(port, host, () => resolve());
   });
   const bound = (health.address() as { port: number }).port;
-  for (const c of running) c.start();
-  log.info('controller-manager started', { health: `${host}:${bound}`, controllers: running.map((c) => c.name), serviceAccountCredentials: config.useServiceAccountCredentials === true });
+  bootstrap?.start();
+  if (elector) {
+    void elector.run({
+      onStartedLeading: startControllers,
+      onStoppedLeading: () => {
+        if (config.onLostLeadership) config.onLostLeadership();
+        else void stopControllers();
+      },
+    });
+  } else {
+    startControllers();
+  }
+  log.info('controller-manager started', {
+    health: `${host}:${bound}`,
+    controllers: names,
+    serviceAccountCredentials: config.useServiceAccountCredentials === true,
+    leaderElection: elector ? { lease: `${leaseNamespace}/${leaseName}`, identity: elector.identity } : false,
+  });
   return {
     address: `${host}:${bound}`,
     port: bound,
     namespaces,
     serviceAccounts,
-    controllers: running.map((c) => c.name),
+    controllers: names,
+    identity: elector?.identity,
+    isLeader,
     close: async () => {
-      await Promise.all(running.map((c) => c.stop()));
+      await Promise.all([stopControllers(), bootstrap?.stop()]);
+      // Given up only once the controllers stopped, so two never act at once.
+      await elector?.stop();
       for (const c of clients) c.close();
       await new Promise<void>((resolve) => health.close(() => resolve()));
     },
