@@ -23,7 +23,7 @@ export interface EnvironmentOptions {
   gatewayPort?: number;
   etcdPort?: number;
   natsPort?: number;
-  /** First of six consecutive gRPC ports for the services; free ports when unset. */
+  /** First of the consecutive ports of the services (storage, authn, authz, admission, the watch-fanout replicas, the controller-managers); free ports when unset. */
   grpcBasePort?: number;
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
@@ -55,6 +55,13 @@ export interface EnvironmentOptions {
   crds?: string[];
   /** How long to wait for the definitions (default 30 s). */
   crdTimeoutMs?: number;
+  /**
+   * Controller-manager replicas (default 1), each with `--leader-elect`: one
+   * holds the Lease and runs the controllers, the others stand by. They are
+   * named `controller-manager`, `controller-manager-1`, ... (processes and
+   * `addresses`), on consecutive ports after the watch-fanout replicas'.
+   */
+  controllerManagers?: number;
 }
 
 export interface Environment {
@@ -240,19 +247,25 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const bootstrap = issueClientCertificate(pki, 'rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
     const bootstrapKubeconfig = path.join(dir, 'rbac-bootstrap.kubeconfig');
     fs.writeFileSync(bootstrapKubeconfig, kubeconfig(url, pki.caCert, bootstrap.cert, bootstrap.key, 'system:svc-rbac-bootstrap'), { mode: 0o600 });
-    addresses['controller-manager'] = `127.0.0.1:${await port(4 + replicas)}`;
-    await launch(
-      'controller-manager',
-      'controller-manager',
-      [
-        `--kubeconfig=${cmKubeconfig}`,
-        `--rbac-bootstrap-kubeconfig=${bootstrapKubeconfig}`,
-        '--use-service-account-credentials',
-        `--listen=${addresses['controller-manager']}`,
-        '--controllers=*,bootstrapsigner,tokencleaner',
-      ],
-      addresses['controller-manager'],
-    );
+    // Every replica is elected (--leader-elect is on by default): one runs the controllers.
+    for (let i = 0; i < Math.max(1, options.controllerManagers ?? 1); i++) {
+      const name = i === 0 ? 'controller-manager' : `controller-manager-${i}`;
+      const listen = `127.0.0.1:${await port(4 + replicas + i)}`;
+      addresses[name] = listen;
+      await launch(
+        name,
+        'controller-manager',
+        [
+          `--kubeconfig=${cmKubeconfig}`,
+          `--rbac-bootstrap-kubeconfig=${bootstrapKubeconfig}`,
+          '--use-service-account-credentials',
+          `--listen=${listen}`,
+          '--controllers=*,bootstrapsigner,tokencleaner',
+          '--leader-elect',
+        ],
+        listen,
+      );
+    }
     if (crdDocs.length > 0) {
       await installCrds(urls, { ca, cert: fs.readFileSync(pki.adminCert), key: fs.readFileSync(pki.adminKey) }, crdDocs, options.crdTimeoutMs);
     }

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     natsPort: Number(env('SVC_NATS_PORT', '4222')),
     grpcBasePort: Number(env('SVC_GRPC_BASE_PORT', '7101')),
     watchFanoutReplicas: Number(env('SVC_WATCH_FANOUT_REPLICAS', '2')),
+    controllerManagers: Number(env('SVC_CONTROLLER_MANAGER_REPLICAS', '2')),
     authorizationMode: env('SVC_AUTHORIZATION_MODE', DEFAULT_AUTHORIZATION_MODE),
     ...(process.env['SVC_AUTHORIZATION_POLICY_FILE'] ? { authorizationPolicyFile: process.env['SVC_AUTHORIZATION_POLICY_FILE'] } : {}),
     ...(process.env['SVC_TOKEN_AUTH_FILE'] ? { tokenAuthFile: process.env['SVC_TOKEN_AUTH_FILE'] } : {}),
