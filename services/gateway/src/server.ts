@@ -19,7 +19,7 @@ import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
 import { WatchConversions } from './conversion/watch-conversion';
 import { WebhookAgents } from './conversion/webhook-agents';
-import { conversionOptions } from './rest';
+import { conversionOptions } from './registry/store';
 import { randomUUID } from 'node:crypto';
 
 export interface GatewayConfig {

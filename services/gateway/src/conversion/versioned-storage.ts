@@ -1,27 +1,10 @@
 import { checkAgainstSchema, groupVersion, type ApiObject, type ResourceDefinition, type StorageVersioning, type StoredKey } from '@svc/apimachinery';
 import type { CallOptions } from '@svc/service-kit';
 import type { ListPage, ListRequestOptions, PreconditionOptions, ReadAtOptions, StoredResult, WriteOptions } from '@svc/storage/client';
+import type { ObjectStorage } from '../registry/storage-interface';
 import { converterFor, type ObjectConverter, type WebhookConverterOptions } from './converter';
 
-/**
- * The storage the generic store and the handlers use for one served
- * version of a kind. For a kind stored in another version (custom
- * resources) it is the upstream CRD handler's storage codec: an object is
- * converted to the storage version and pruned to its schema before it is
- * written, and whatever
- * storage answers is read as upstream decodes it: the defaults of the
- * version it was stored in, conversion to the served version, pruning of
- * what the served version's schema does not know, then (so a field the
- * served version defaults is never missing, whatever the conversion did)
- * the served version's defaults.
- */
-export interface ObjectStorage {
-  get(key: StoredKey, at?: ReadAtOptions, opts?: CallOptions): Promise<StoredResult>;
-  list(key: Omit<StoredKey, 'name'>, options?: ListRequestOptions, opts?: CallOptions): Promise<ListPage>;
-  create(key: StoredKey, obj: ApiObject, opts?: WriteOptions): Promise<StoredResult>;
-  update(key: StoredKey, obj: ApiObject, pre?: PreconditionOptions, opts?: WriteOptions): Promise<StoredResult>;
-  delete(key: StoredKey, pre?: PreconditionOptions, opts?: WriteOptions): Promise<StoredResult>;
-}
+export type { ObjectStorage } from '../registry/storage-interface';
 
 /** Reads stored objects as a served version sees them, and writes them in the storage version. */
 export class VersionedObjects {
@@ -60,6 +43,17 @@ export class VersionedObjects {
   }
 }
 
+/**
+ * The storage of one served version of a kind stored in another version
+ * (custom resources), decorating the storage interface as the upstream CRD
+ * handler's storage codec does: an object is converted to the storage
+ * version and pruned to its schema before it is written, and whatever
+ * storage answers is read as upstream decodes it: the defaults of the
+ * version it was stored in, conversion to the served version, pruning of
+ * what the served version's schema does not know, then (so a field the
+ * served version defaults is never missing, whatever the conversion did)
+ * the served version's defaults.
+ */
 class VersionedStorage implements ObjectStorage {
   constructor(
     private readonly storage: ObjectStorage,

@@ -6,7 +6,7 @@ import { addWarning, authorizationFrom, queryValues, requestIdFrom, requestInfoF
 import { authorizeAsCreate } from '../filters/authorization';
 import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
-import type { FieldValidation, WriteContext } from '../rest';
+import type { FieldValidation, ReadContext, WriteContext } from '../registry/store';
 import { firstValue, int64NumberParam, resourceVersionValue } from '../query-params';
 
 /** What every resource handler needs: the kind, the parsed request, the negotiated output. */
@@ -70,6 +70,10 @@ export function parseResourceVersion(raw: string | undefined): number | undefine
   return resourceVersionValue(raw);
 }
 
+export function readContext(req: Request, r: ResourceRequest): ReadContext {
+  return { deps: r.deps, def: r.def, namespace: r.info.namespace, requestId: requestIdFrom(req) };
+}
+
 export function writeContext(req: Request, r: ResourceRequest): WriteContext {
   return {
     deps: r.deps,
@@ -98,10 +102,6 @@ export function fieldManagerOf(req: Request): string {
   }
   const agent = (req.headers['user-agent'] ?? '').split('/')[0]?.trim().slice(0, 128) ?? '';
   return agent === '' ? 'unknown' : agent;
-}
-
-export function callOptions(req: Request, r: ResourceRequest) {
-  return { requestId: requestIdFrom(req), timeoutMs: r.deps.limits.backendTimeoutMs };
 }
 
 /** Reads the body, answering 413 past the limit. */

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { decodeBody } from '../negotiation';
 import { writeStored } from '../responses';
-import { createObject } from '../rest';
+import { createObject } from '../registry/store';
 import { outputFormat, protobufFor, readBody, writeContext, type ResourceRequest } from './common';
 
 /** POST to a collection: decode, then the generic create pipeline; 201 with the stored object. */

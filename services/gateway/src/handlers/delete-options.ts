@@ -2,7 +2,7 @@ import { ApiError, isJsonObject, type StatusCause } from '@svc/apimachinery';
 import { parseJson } from '../negotiation';
 import { parseBoolParam } from '../query-bool';
 import { INT64_MAX, INT64_MIN, firstValue, int64NumberParam, safeNumber } from '../query-params';
-import type { DeleteOptions } from '../rest';
+import type { DeleteOptions } from '../registry/store';
 import { dryRunOf } from './common';
 
 /**

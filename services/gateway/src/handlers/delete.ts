@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
-import { ApiError, groupVersion, successStatus } from '@svc/apimachinery';
+import { groupVersion, successStatus } from '@svc/apimachinery';
 import { queryValues } from '../context';
 import { writeBody } from '../responses';
-import { deleteObject, resourceStorage, type DeleteOptions } from '../rest';
+import { deleteCollection, deleteObject, type DeleteOptions } from '../registry/store';
 import { listReadOptions } from './list';
-import { callOptions, outputFormat, readBody, writeContext, type ResourceRequest } from './common';
+import { outputFormat, readBody, writeContext, type ResourceRequest } from './common';
 import { parseDeleteOptions } from './delete-options';
 
 /** The request's DeleteOptions: see delete-options.ts for what is read, checked and refused. */
@@ -37,20 +37,6 @@ export async function handleDeleteCollection(req: Request, res: Response, r: Res
   const format = outputFormat(req, r, false);
   const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
   const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
-  const page = await resourceStorage(r.deps, r.def).list(
-    { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
-    { ...listReadOptions(req), limit: 0 },
-    callOptions(req, r),
-  );
-  const deleted = [];
-  for (const item of page.items) {
-    try {
-      const outcome = await deleteObject({ ...ctx, namespace: item.metadata?.namespace ?? '' }, item.metadata?.name ?? '', options);
-      deleted.push(outcome.object);
-    } catch (err) {
-      // Gone in the meantime: nothing left to delete.
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
-    }
-  }
-  writeBody(req, res, 200, { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata: { resourceVersion: String(page.revision) }, items: deleted }, format, r.deps.protobuf);
+  const deleted = await deleteCollection(ctx, listReadOptions(req), options);
+  writeBody(req, res, 200, { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata: { resourceVersion: String(deleted.revision) }, items: deleted.items }, format, r.deps.protobuf);
 }

@@ -1,15 +1,15 @@
 import type { Request, Response } from 'express';
 import { writeBody, writeStored } from '../responses';
 import { toTable, type IncludeObject } from '../table';
-import { keyOf, resourceStorage } from '../rest';
-import { callOptions, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { getObject } from '../registry/store';
+import { outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
 /** GET of one object: most recent when resourceVersion is unset, else not older than it. */
 export async function handleGet(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, true);
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
   const at = rv !== undefined && rv > 0 ? { minRevision: rv } : {};
-  const stored = await resourceStorage(r.deps, r.def).get(keyOf(r.def, r.info.namespace, r.info.name), at, callOptions(req, r));
+  const stored = await getObject(readContext(req, r), r.info.name, at);
   if (format.kind === 'table') {
     const object = stored.object;
     const table = toTable(r.def, [object], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');

@@ -3,8 +3,8 @@ import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '
 import type { ListRequestOptions } from '@svc/storage/client';
 import { writeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
-import { resourceStorage } from '../rest';
-import { callOptions, int64Query, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { listObjects } from '../registry/store';
+import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
 /**
  * The resourceVersion table of SPEC section 4 for lists: which state to read
@@ -63,11 +63,7 @@ export function listReadOptions(req: Request): ListRequestOptions {
 export async function handleList(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, true);
   const options = listReadOptions(req);
-  const page = await resourceStorage(r.deps, r.def).list(
-    { group: r.def.group, resource: r.def.plural, namespace: r.def.namespaced ? r.info.namespace : '' },
-    options,
-    callOptions(req, r),
-  );
+  const page = await listObjects(readContext(req, r), options);
   const metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number } = { resourceVersion: String(page.revision) };
   if (page.continueToken) metadata.continue = page.continueToken;
   if (page.remainingItemCount !== undefined && !options.labelSelector && !options.fieldSelector) metadata.remainingItemCount = page.remainingItemCount;

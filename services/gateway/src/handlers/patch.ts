@@ -3,7 +3,7 @@ import { ApiError, groupVersion, isJsonObject, type ApiObject } from '@svc/apima
 import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
-import { createObject, updateObject, type ComputedWrite } from '../rest';
+import { createObject, updateObject, type ComputedWrite } from '../registry/store';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
 import { queryValues } from '../context';

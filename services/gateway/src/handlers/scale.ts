@@ -5,8 +5,8 @@ import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { toTable, type IncludeObject } from '../table';
-import { checkTypeMeta, decodeAgainstSchema, keyOf, updateObject, type WriteContext } from '../rest';
-import { callOptions, outputFormat, parseResourceVersion, query, readBody, writeContext, type ResourceRequest } from './common';
+import { checkTypeMeta, decodeAgainstSchema, getObject, updateObject, type WriteContext } from '../registry/store';
+import { outputFormat, parseResourceVersion, query, readBody, readContext, writeContext, type ResourceRequest } from './common';
 import { APPLY_JSON, APPLY_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC, applyOptions } from './patch';
 
 /**
@@ -41,7 +41,7 @@ export async function handleScale(req: Request, res: Response, r: ResourceReques
   if (r.info.verb === 'get') {
     const format = outputFormat(req, r, true);
     const rv = parseResourceVersion(query(req, 'resourceVersion'));
-    const stored = await r.deps.storage.get(keyOf(r.def, r.info.namespace, r.info.name), rv ? { minRevision: rv } : {}, callOptions(req, r));
+    const stored = await getObject(readContext(req, r), r.info.name, rv ? { minRevision: rv } : {});
     const view = scaleFromObject(stored.object, paths);
     if (!view.specReplicasFound) throw ApiError.internal(`the spec replicas field ${JSON.stringify(paths.specReplicasPath)} does not exist`);
     if (format.kind === 'table') {

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { decodeBody } from '../negotiation';
 import { writeStored } from '../responses';
-import { updateObject } from '../rest';
+import { updateObject } from '../registry/store';
 import { outputFormat, protobufFor, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 
 /**

@@ -13,9 +13,9 @@ import { watch } from '@svc/proto';
 import { logFrom, queryValues } from '../context';
 import type { SharedConversion } from '../conversion/watch-conversion';
 import { encodeBody, presentAs, setWarnings } from '../responses';
-import { resourceStorage } from '../rest';
+import { listObjects } from '../registry/store';
 import { toTable, type IncludeObject } from '../table';
-import { callOptions, int64Query, outputFormat, parseResourceVersion, query, type ResourceRequest } from './common';
+import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
 
 /**
@@ -206,11 +206,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     res.writeHead(200, { 'Content-Type': format.mediaType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     if (rv === undefined || rv === 0 || sendInitialEvents) {
-      const page = await resourceStorage(r.deps, r.def).list(
-        { group: r.def.group, resource: r.def.plural, namespace },
-        { labelSelector: query(req, 'labelSelector') ?? '', fieldSelector: fieldSelectorText, ...(rv ? { at: { minRevision: rv } } : {}) },
-        callOptions(req, r),
-      );
+      const page = await listObjects(readContext(req, r), { labelSelector: query(req, 'labelSelector') ?? '', fieldSelector: fieldSelectorText, ...(rv ? { at: { minRevision: rv } } : {}) });
       for (const item of page.items) write('ADDED', item);
       cursor = page.revision;
       if (sendInitialEvents && bookmarks) {

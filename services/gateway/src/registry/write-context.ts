@@ -1,5 +1,5 @@
 import type { ResourceDefinition, UserInfo } from '@svc/apimachinery';
-import type { GatewayDeps } from './backends';
+import type { GatewayDeps } from '../backends';
 
 /** How unknown and duplicate fields of a body are reported: dropped, a warning each, or a 400. */
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';

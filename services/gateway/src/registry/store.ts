@@ -20,19 +20,23 @@ import {
   type StoredKey,
 } from '@svc/apimachinery';
 import { trackUpdate } from '@svc/merge';
-import type { StoredResult } from '@svc/storage/client';
-import type { GatewayDeps } from './backends';
-import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from './conversion/converter';
-import { storageFor, type ObjectStorage } from './conversion/versioned-storage';
+import type { ListPage, ListRequestOptions, ReadAtOptions, StoredResult } from '@svc/storage/client';
+import type { GatewayDeps } from '../backends';
+import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from '../conversion/converter';
+import { storageFor } from '../conversion/versioned-storage';
+import type { ObjectStorage } from './storage-interface';
 
 export type { FieldValidation, WriteContext } from './write-context';
 
 /**
- * The generic store: the steps every kind goes through, configured by the
- * kind's registry entry (strategy hooks, schema) instead of a class per kind.
- * Order on create, as in the original server: metadata, prepareForCreate,
- * defaults, validation, mutating admission, validation again, validating
- * admission, storage.
+ * The generic store, the only way from the handlers to storage: create,
+ * get, list, update, delete and deletecollection for every kind, built-in
+ * and custom, configured by the kind's registry entry (strategy hooks,
+ * schema) instead of a class per kind, and calling one storage interface
+ * (storage-interface.ts) that version conversion decorates. Order on
+ * create, as in the original server: metadata, prepareForCreate, defaults,
+ * validation, mutating admission, validation again, validating admission
+ * and the kind's write guard, storage.
  */
 
 /** Records the fields a create, update or non-apply patch changed, for its field manager. */
@@ -69,6 +73,24 @@ export function conversionOptions(deps: Pick<GatewayDeps, 'limits' | 'webhookAge
 
 export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {
   return { group: def.group, resource: def.plural, namespace: def.namespaced ? namespace : '', name };
+}
+
+/** What a read needs: the kind, the request's namespace, and the request it belongs to. */
+export type ReadContext = Pick<WriteContext, 'deps' | 'def' | 'namespace' | 'requestId'>;
+
+function callOptionsOf(ctx: ReadContext) {
+  return { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+}
+
+/** One object, the latest or one not older than `at`, as the served version reads it (404 when missing). */
+export function getObject(ctx: ReadContext, name: string, at: ReadAtOptions = {}): Promise<StoredResult> {
+  return resourceStorage(ctx.deps, ctx.def).get(keyOf(ctx.def, ctx.namespace, name), at, callOptionsOf(ctx));
+}
+
+/** A page of the collection (the request's namespace, or every namespace), as the options select it. */
+export function listObjects(ctx: ReadContext, options: ListRequestOptions): Promise<ListPage> {
+  const { group, resource, namespace } = keyOf(ctx.def, ctx.namespace, '');
+  return resourceStorage(ctx.deps, ctx.def).list({ group, resource, namespace }, options, callOptionsOf(ctx));
 }
 
 function gr(def: ResourceDefinition) {
@@ -175,7 +197,7 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     dryRun: ctx.dryRun,
     ...(old ? { oldObject: old } : {}),
   };
-  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const opts = callOptionsOf(ctx);
   // The caller validated `obj`; when mutation leaves it unchanged, admission
   // validates in the same call.
   const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
@@ -239,7 +261,7 @@ export async function createObject(ctx: WriteContext, input: ApiObject, urlName?
   throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? [])]);
   const admitted = recordManagedFields(ctx, (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined)) as ApiObject, undefined);
   const key = keyOf(def, ctx.namespace, admitted.metadata?.name ?? '');
-  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs, dryRun: ctx.dryRun };
+  const opts = { ...callOptionsOf(ctx), dryRun: ctx.dryRun };
   // A generated name that collides is retried with a new suffix.
   for (let attempt = 0; ; attempt++) {
     try {
@@ -298,7 +320,7 @@ export interface ComputedWrite {
 export async function updateObject(ctx: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ComputedWrite): Promise<UpdateOutcome> {
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
-  const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const callOpts = callOptionsOf(ctx);
   for (let attempt = 0; ; attempt++) {
     let current: StoredResult | undefined;
     try {
@@ -412,7 +434,7 @@ export async function deleteObject(ctx: WriteContext, name: string, options: Del
 async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<DeleteOptions['preconditions']>): Promise<DeleteOutcome> {
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
-  const callOpts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const callOpts = callOptionsOf(ctx);
   const current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
   if (pre.uid && pre.uid !== current.object.metadata?.uid) {
     throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
@@ -437,4 +459,30 @@ async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<Dele
   }
   const res = await resourceStorage(ctx.deps, def).delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOpts, dryRun: ctx.dryRun });
   return { object: res.object, removed: true };
+}
+
+export interface DeletedCollection {
+  /** The revision the collection was read at. */
+  revision: number;
+  /** What was deleted, or marked for deletion when finalizers remain. */
+  items: ApiObject[];
+}
+
+/**
+ * Deletes every object of the collection the list options select, each as
+ * a delete of its own (admission, finalizers, preconditions); one that is
+ * gone in the meantime is skipped.
+ */
+export async function deleteCollection(ctx: WriteContext, listOptions: ListRequestOptions, options: DeleteOptions): Promise<DeletedCollection> {
+  const page = await listObjects(ctx, { ...listOptions, limit: 0 });
+  const items: ApiObject[] = [];
+  for (const item of page.items) {
+    try {
+      const outcome = await deleteObject({ ...ctx, namespace: item.metadata?.namespace ?? '' }, item.metadata?.name ?? '', options);
+      items.push(outcome.object);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+  }
+  return { revision: page.revision, items };
 }
