@@ -1,4 +1,4 @@
-import type { Schema } from '@svc/merge';
+import type { Schema } from './schema';
 import { checkAgainstSchema } from './schema-check';
 import { base64ErrorOffset, decodeBytesField, decodeTimeField, integerRangeProblem, quantityProblem, QUANTITY_FORMAT_MESSAGE, QUANTITY_SUFFIX_MESSAGE } from './scalar-formats';
 

@@ -131,7 +131,30 @@ export function parseFieldSelector(input: string | undefined): FieldSelector {
   };
 }
 
-/** Field values every object supports in field selectors. */
-export function standardSelectableFields(obj: { metadata?: { name?: string; namespace?: string } }): Record<string, string | undefined> {
-  return { 'metadata.name': obj.metadata?.name, 'metadata.namespace': obj.metadata?.namespace };
+/**
+ * The value a field selector compares for `path` (`spec.nodeName`,
+ * `metadata.name`): a scalar as its text, an object or list as its JSON,
+ * a missing or null field as undefined (which an `=` of "" matches).
+ */
+export function fieldSelectorValue(obj: unknown, path: string): string | undefined {
+  let cur: unknown = obj;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  if (cur === undefined || cur === null) return undefined;
+  return typeof cur === 'object' ? JSON.stringify(cur) : String(cur);
+}
+
+/**
+ * The one matcher of label and field selectors: lists (in storage) and
+ * watches (in the gateway) select objects with it, so both agree on every
+ * value.
+ */
+export function matchesSelectors(obj: { metadata?: { labels?: Record<string, string> } }, labels: LabelSelector, fields: FieldSelector): boolean {
+  if (!labels.matches(obj.metadata?.labels)) return false;
+  if (fields.empty) return true;
+  const values: Record<string, string | undefined> = {};
+  for (const r of fields.requirements) values[r.field] = fieldSelectorValue(obj, r.field);
+  return fields.matches(values);
 }

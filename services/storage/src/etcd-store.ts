@@ -3,6 +3,7 @@ import { etcdClientOptions } from './etcd-options';
 import {
   ApiError,
   collectionPrefix,
+  matchesSelectors,
   objectKey,
   parseFieldSelector,
   parseLabelSelector,
@@ -100,17 +101,6 @@ function decode(value: Buffer, revision: string | number, key: string): StoredOb
 function stamped(obj: ApiObject, revision: string | number): StoredObject {
   const object = { ...obj, metadata: { ...(obj.metadata ?? {}), resourceVersion: String(revision) } };
   return { object, json: Buffer.from(JSON.stringify(object)), revision: Number(revision) };
-}
-
-/** Reads a field path like `spec.nodeName` out of an object, for field selectors. */
-function fieldValue(obj: ApiObject, path: string): string | undefined {
-  let cur: unknown = obj;
-  for (const part of path.split('.')) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  if (cur === undefined || cur === null) return undefined;
-  return typeof cur === 'object' ? JSON.stringify(cur) : String(cur);
 }
 
 /** etcd's default --max-request-bytes, and how the system starts etcd. */
@@ -290,8 +280,7 @@ export class EtcdStore {
         lastScanned = kv.key;
         const stored = decode(kv.value, kv.mod_revision, kv.key.toString());
         if (filtering) {
-          if (!labels.matches(stored.object.metadata?.labels)) continue;
-          if (!fields.empty && !fields.matches(fieldsOf(stored.object, fields.requirements.map((r) => r.field)))) continue;
+          if (!matchesSelectors(stored.object, labels, fields)) continue;
         }
         items.push(stored.json);
         lastReturned = kv.key;
@@ -483,8 +472,3 @@ export class EtcdStore {
   }
 }
 
-function fieldsOf(obj: ApiObject, paths: string[]): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const p of paths) out[p] = fieldValue(obj, p);
-  return out;
-}

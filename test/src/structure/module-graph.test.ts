@@ -111,8 +111,8 @@ describe('module graph', () => {
 
   it('apimachinery, the bottom layer, imports no other package of ours', () => {
     const apimachinery = all.find((r) => r.name === 'packages/apimachinery') as Room;
+    // Its tests count too: they compile in the same project, so an import of a package above would be a cycle of projects.
     const ours = sourceFiles(apimachinery.src)
-      .filter((f) => !isTest(f))
       .flatMap((f) => importsOf(f).filter((s) => s.startsWith('@svc/')).map((s) => `${path.relative(root, f)} imports ${s}`));
     expect(ours).toEqual([]);
   });

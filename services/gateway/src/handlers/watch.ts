@@ -6,7 +6,7 @@ import {
   objectKey,
   parseFieldSelector,
   parseLabelSelector,
-  standardSelectableFields,
+  matchesSelectors,
   type ApiObject,
 } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
@@ -62,12 +62,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   const prefix = nameFilter && (namespace || !r.def.namespaced)
     ? objectKey({ group: r.def.group, resource: r.def.plural, namespace, name: nameFilter })
     : collectionPrefix({ group: r.def.group, resource: r.def.plural, namespace });
-  const matches = (obj: ApiObject | undefined): boolean => {
-    if (!obj) return false;
-    if (!labels.matches(obj.metadata?.labels)) return false;
-    if (!fields.empty && !fields.matches({ ...standardSelectableFields(obj), ...selectableFrom(obj, fields.requirements.map((q) => q.field)) })) return false;
-    return true;
-  };
+  const matches = (obj: ApiObject | undefined): boolean => obj !== undefined && matchesSelectors(obj, labels, fields);
   // int64, as the original converts it; zero or less leaves the server's choice.
   const timeoutSeconds = int64Query(req, 'timeoutSeconds') ?? 0;
   // A watch has no pages, but its limit is converted (and refused when invalid) as a list's is.
@@ -245,14 +240,4 @@ function bookmarkObject(r: ResourceRequest, revision: number, initialEventsEnd: 
   const metadata: ApiObject['metadata'] = { resourceVersion: String(revision) };
   if (initialEventsEnd) metadata.annotations = { 'svc.io/initial-events-end': 'true', 'k8s.io/initial-events-end': 'true' };
   return { kind: r.def.kind, apiVersion: groupVersion(r.def), metadata };
-}
-
-function selectableFrom(obj: ApiObject, paths: string[]): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const p of paths) {
-    let cur: unknown = obj;
-    for (const part of p.split('.')) cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[part] : undefined;
-    out[p] = cur === undefined || cur === null ? undefined : String(cur);
-  }
-  return out;
 }
