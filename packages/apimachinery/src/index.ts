@@ -13,6 +13,7 @@ export * from './schema-check';
 export * from './meta';
 export * from './duplicate-fields';
 export * from './node-identity';
+export * from './namespaces';
 export * from './pod-references';
 export * from './group-names';
 export * from './version-priority';

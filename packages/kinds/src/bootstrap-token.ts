@@ -10,8 +10,6 @@ import { SECRET_TYPES } from './secret';
  * cleaner (controller-manager) read them the same way, here.
  */
 
-export const SYSTEM_NAMESPACE = 'svc-system';
-export const PUBLIC_NAMESPACE = 'svc-public';
 export const BOOTSTRAP_TOKEN_SECRET_PREFIX = 'bootstrap-token-';
 export const BOOTSTRAP_USER_PREFIX = 'system:bootstrap:';
 export const BOOTSTRAPPERS_GROUP = 'system:bootstrappers';

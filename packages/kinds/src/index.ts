@@ -45,7 +45,7 @@ export { ENDPOINTS_SCHEMA, endpointsDefinition } from './endpoints';
 export { EVENT_SCHEMA, eventDefinition } from './event';
 export { LEASE_GROUP, LEASE_SCHEMA, leaseDefinition } from './lease';
 export { AUTHENTICATION_GROUP, SELF_SUBJECT_REVIEW_SCHEMA, TOKEN_REQUEST_SCHEMA, TOKEN_REVIEW_SCHEMA, authenticationDefinitions } from './authentication';
-export { BOOTSTRAPPERS_GROUP, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_USER_PREFIX, CLUSTER_INFO_CONFIG_MAP, JWS_KEY_PREFIX, PUBLIC_NAMESPACE, SYSTEM_NAMESPACE, bootstrapSecretMatches, bootstrapTokenExpired, parseBootstrapToken, readBootstrapTokenSecret, type BootstrapTokenSecret } from './bootstrap-token';
+export { BOOTSTRAPPERS_GROUP, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_USER_PREFIX, CLUSTER_INFO_CONFIG_MAP, JWS_KEY_PREFIX, bootstrapSecretMatches, bootstrapTokenExpired, parseBootstrapToken, readBootstrapTokenSecret, type BootstrapTokenSecret } from './bootstrap-token';
 export { CLUSTER_ROLE_BINDING_SCHEMA, CLUSTER_ROLE_SCHEMA, RBAC_GROUP, RBAC_GROUP_UPSTREAM, ROLE_BINDING_SCHEMA, ROLE_SCHEMA, rbacDefinitions } from './rbac';
 export { AUTHORIZATION_GROUP, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA, SUBJECT_ACCESS_REVIEW_SCHEMA, authorizationDefinitions } from './authorization';
 export {

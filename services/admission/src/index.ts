@@ -5,5 +5,5 @@
  */
 export { start, storageNamespaces, type AdmissionConfig, type AdmissionHandle } from './server';
 export { AdmissionClient, type AdmitInput, type AdmitOutput } from './client';
-export { namespaceLifecycle, runMutating, runValidating, IMMORTAL_NAMESPACES, type AdmissionPlugin, type AdmissionAttributes, type AdmissionOperation, type NamespaceReader } from './plugins';
+export { namespaceLifecycle, runMutating, runValidating, type AdmissionPlugin, type AdmissionAttributes, type AdmissionOperation, type NamespaceReader } from './plugins';
 export { ADMISSION_FLAGS } from './flags';

@@ -1,4 +1,4 @@
-import { ApiError, MIRROR_POD_ANNOTATION, type ApiObject, type UserInfo } from '@svc/apimachinery';
+import { ApiError, IMMORTAL_NAMESPACES, MIRROR_POD_ANNOTATION, namespaceTerminating, namespaceTerminatingError, type ApiObject, type UserInfo } from '@svc/apimachinery';
 
 /**
  * Admission plugins. Mutating plugins may return a changed object; validating
@@ -33,8 +33,6 @@ export interface NamespaceReader {
   getNamespace(name: string): Promise<ApiObject | undefined>;
 }
 
-/** Namespaces that exist from the start and may never be deleted. */
-export const IMMORTAL_NAMESPACES = ['default', 'svc-system', 'svc-public'];
 
 /**
  * NamespaceLifecycle: content can only be created in a namespace that exists
@@ -54,14 +52,7 @@ export function namespaceLifecycle(namespaces: NamespaceReader): AdmissionPlugin
       if (attrs.operation !== 'CREATE' || attrs.namespace === '') return;
       const ns = await namespaces.getNamespace(attrs.namespace);
       if (!ns) throw ApiError.notFound({ group: '', resource: 'namespaces' }, attrs.namespace);
-      const phase = (ns['status'] as { phase?: string } | undefined)?.phase;
-      if (ns.metadata?.deletionTimestamp || phase === 'Terminating') {
-        throw ApiError.forbidden(
-          { group: attrs.resource.group, resource: attrs.resource.resource },
-          attrs.name,
-          `unable to create new content in namespace ${attrs.namespace} because it is being terminated`,
-        );
-      }
+      if (namespaceTerminating(ns)) throw namespaceTerminatingError({ group: attrs.resource.group, resource: attrs.resource.resource }, attrs.name, attrs.namespace);
     },
   };
 }

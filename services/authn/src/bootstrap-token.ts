@@ -1,8 +1,8 @@
+import { SYSTEM_NAMESPACE } from '@svc/apimachinery';
 import {
   BOOTSTRAPPERS_GROUP,
   BOOTSTRAP_TOKEN_SECRET_PREFIX,
   BOOTSTRAP_USER_PREFIX,
-  SYSTEM_NAMESPACE,
   bootstrapSecretMatches,
   bootstrapTokenExpired,
   parseBootstrapToken,

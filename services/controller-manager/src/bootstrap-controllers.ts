@@ -1,11 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, PUBLIC_NAMESPACE, SYSTEM_NAMESPACE, type ApiObject } from '@svc/apimachinery';
 import {
   BOOTSTRAP_TOKEN_SECRET_PREFIX,
   CLUSTER_INFO_CONFIG_MAP,
   JWS_KEY_PREFIX,
-  PUBLIC_NAMESPACE,
-  SYSTEM_NAMESPACE,
   bootstrapTokenExpired,
   readBootstrapTokenSecret,
   type BootstrapTokenSecret,

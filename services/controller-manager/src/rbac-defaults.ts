@@ -1,4 +1,4 @@
-import { NODE_RULES, type ApiObject } from '@svc/apimachinery';
+import { NODE_RULES, PUBLIC_NAMESPACE, SYSTEM_NAMESPACE, type ApiObject } from '@svc/apimachinery';
 
 /**
  * The default roles and bindings (SPEC section 5, "RBAC rules" 7): created
@@ -66,8 +66,6 @@ function roleBinding(namespace: string, name: string, roleRef: { kind: 'Role' | 
 
 /** The controller-manager's own identity (its kubeconfig's client certificate). */
 export const CONTROLLER_MANAGER_USER = 'system:svc-controller-manager';
-export const SYSTEM_NAMESPACE = 'svc-system';
-const PUBLIC_NAMESPACE = 'svc-public';
 
 /**
  * The service account each controller runs as with

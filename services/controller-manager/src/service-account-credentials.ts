@@ -1,4 +1,4 @@
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, SYSTEM_NAMESPACE, type ApiObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient, TokenSource } from './client';
 
@@ -11,7 +11,6 @@ import type { ApiClient, TokenSource } from './client';
  * their tokens; a token is renewed when four fifths of its life have passed,
  * or at once when the server refuses it.
  */
-export const SYSTEM_NAMESPACE = 'svc-system';
 
 /** How long a requested token lives. */
 export const TOKEN_LIFETIME_SECONDS = 3600;

@@ -4,7 +4,7 @@ import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import express from 'express';
-import { ApiError, rfc3339, type ResourceRegistry } from '@svc/apimachinery';
+import { ApiError, type ResourceRegistry } from '@svc/apimachinery';
 import { AdmissionClient } from '@svc/admission/client';
 import { AuthnClient } from '@svc/authn/client';
 import { AuthzClient } from '@svc/authz/client';
@@ -20,7 +20,7 @@ import { WatchHub } from './watch/watch-hub';
 import { WatchConversions } from './conversion/watch-conversion';
 import { WebhookAgents } from './conversion/webhook-agents';
 import { conversionOptions } from './registry/store';
-import { randomUUID } from 'node:crypto';
+import { SERVER_USER, ensureSystemNamespaces } from './registry/system-namespaces';
 
 export interface GatewayConfig {
   /** HTTPS listen address, host:port (port 0 picks a free one). */
@@ -67,9 +67,6 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   conversionWebhookTimeoutMs: 30_000,
 };
 
-/** Namespaces that exist from the start. */
-export const SYSTEM_NAMESPACES = ['default', 'svc-system', 'svc-public', 'svc-node-lease'];
-
 /** Tolerates "reachable but refused": any Status below 500 proves the backend answers. */
 async function reachable(call: () => Promise<unknown>): Promise<void> {
   try {
@@ -77,28 +74,6 @@ async function reachable(call: () => Promise<unknown>): Promise<void> {
   } catch (err) {
     if (err instanceof ApiError && err.code < 500) return;
     throw err;
-  }
-}
-
-async function ensureSystemNamespaces(storage: StorageClient, log: Logger): Promise<void> {
-  for (const name of SYSTEM_NAMESPACES) {
-    const ns = {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name, uid: randomUUID(), creationTimestamp: rfc3339(new Date()), labels: { 'svc.io/metadata.name': name } },
-      spec: { finalizers: ['svc'] },
-      status: { phase: 'Active' },
-    };
-    for (;;) {
-      try {
-        await storage.create({ group: '', resource: 'namespaces', namespace: '', name }, ns, { timeoutMs: 5000 });
-        break;
-      } catch (err) {
-        if (err instanceof ApiError && err.reason === 'AlreadyExists') break;
-        log.warn('waiting for storage to create system namespaces', { err: (err as Error).message });
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
   }
 }
 
@@ -163,7 +138,6 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const subscriber = await ChangeSubscriber.connect(config.natsUrl, log, config.natsTls);
   const attached = hub.attach(subscriber);
   const customResources = new CustomResourceServing(config.registry, storage, hub, log.with({ component: 'custom-resources' }));
-  const anonymousUser = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 
   const limits = { ...DEFAULT_LIMITS, ...config.limits };
   const webhookAgents = new WebhookAgents();
@@ -190,14 +164,14 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       authz: () =>
         reachable(() =>
           authz.authorize(
-            { user: anonymousUser, resourceRequest: false, verb: 'get', path: '/readyz', apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '' },
+            { user: SERVER_USER, resourceRequest: false, verb: 'get', path: '/readyz', apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '' },
             { timeoutMs: 3000 },
           ),
         ),
       admission: () =>
         reachable(() =>
           admission.admit(
-            { phase: 'validating', operation: 'CONNECT', kind: { group: '', version: 'v1', kind: '' }, resource: { group: '', version: 'v1', resource: '' }, subresource: '', namespace: '', name: '', userInfo: anonymousUser, dryRun: true },
+            { phase: 'validating', operation: 'CONNECT', kind: { group: '', version: 'v1', kind: '' }, resource: { group: '', version: 'v1', resource: '' }, subresource: '', namespace: '', name: '', userInfo: SERVER_USER, dryRun: true },
             { timeoutMs: 3000 },
           ),
         ),
@@ -276,7 +250,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as AddressInfo).port;
-  void ensureSystemNamespaces(storage, log);
+  void ensureSystemNamespaces(deps, log.with({ component: 'system-namespaces' }));
   void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
   void customResources.start();
   hub.startProgressCheck(HUB_PROGRESS_CHECK_MS);

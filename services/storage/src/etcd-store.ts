@@ -4,6 +4,8 @@ import {
   ApiError,
   collectionPrefix,
   matchesSelectors,
+  namespaceTerminating,
+  namespaceTerminatingError,
   objectKey,
   parseFieldSelector,
   parseLabelSelector,
@@ -381,13 +383,13 @@ export class EtcdStore {
         throw ApiError.notFound({ group: '', resource: 'namespaces' }, key.namespace);
       }
       const ns = JSON.parse(kv.value.toString('utf8')) as ApiObject;
-      const terminating = !!ns.metadata?.deletionTimestamp || (ns['status'] as { phase?: string } | undefined)?.phase === 'Terminating';
+      const terminating = namespaceTerminating(ns);
       state = { modRevision: String(kv.mod_revision), terminating };
       if (this.namespaces.size >= MAX_REMEMBERED_NAMESPACES) this.namespaces.delete(this.namespaces.keys().next().value as string);
       this.namespaces.set(key.namespace, state);
     }
     if (state.terminating) {
-      throw ApiError.forbidden(groupResource(key), key.name, `unable to create new content in namespace ${key.namespace} because it is being terminated`);
+      throw namespaceTerminatingError(groupResource(key), key.name, key.namespace);
     }
     return { key: Buffer.from(nsKey), modRevision: state.modRevision };
   }
