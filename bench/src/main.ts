@@ -359,6 +359,92 @@ async function tokenVersusCertificate(env: Environment, admin: Client): Promise<
   return { concurrency: c, createsPerSecond: { certificate, token }, getWithFreshTokenMs: { first: stats(first), second: stats(second) }, tokenReviewMs: { fresh: stats(reviewFresh), again: stats(reviewAgain) } };
 }
 
+interface CreateFigures {
+  createThroughput: Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }>;
+  cpuMsPerCreate: Record<string, number>;
+  cpuMsPerDirectCreate: Record<string, number>;
+}
+
+/**
+ * ConfigMap creates through the gateway next to the same guarded creates
+ * straight into etcd, at each concurrency, with the CPU each process spent
+ * per create at the highest one.
+ */
+async function createFigures(env: Environment, client: Client, etcd: Etcd3): Promise<CreateFigures> {
+  const results: Partial<CreateFigures> = {};
+  // Warm up both paths.
+  for (let i = 0; i < 50; i++) await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`warm-${i}`));
+  const throughput: Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }> = [];
+  for (const c of CONCURRENCY) {
+    let gateway = 0;
+    const cpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
+      gateway = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+        const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`c${c}-${i}`));
+        if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
+      });
+    });
+    if (c === CONCURRENCY[CONCURRENCY.length - 1]) results.cpuMsPerCreate = cpu;
+    let direct = 0;
+    const directCpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
+      direct = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
+        const key = Buffer.from(`/registry/configmaps/default/direct-c${c}-${i}`);
+        const value = Buffer.from(JSON.stringify({ ...configMap(`direct-c${c}-${i}`), metadata: { name: `direct-c${c}-${i}`, namespace: 'default', uid: 'x', creationTimestamp: new Date().toISOString() } }));
+        const res = await etcd.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value } }], failure: [] });
+        if (!res.succeeded) throw new Error('direct create lost its guard');
+      });
+    });
+    if (c === CONCURRENCY[CONCURRENCY.length - 1]) results.cpuMsPerDirectCreate = directCpu;
+    throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
+  }
+  results.createThroughput = throughput;
+  return results as CreateFigures;
+}
+
+/** etcd straight, as the raw floor: through the same TLS with a client certificate as storage. */
+function directEtcd(env: Environment): Etcd3 {
+  const storageIdentity = env.internalPki.identities.storage;
+  return new Etcd3({
+    hosts: env.etcd.endpoint,
+    credentials: { rootCertificate: fs.readFileSync(env.internalPki.caCert), certChain: fs.readFileSync(storageIdentity.cert), privateKey: fs.readFileSync(storageIdentity.key) },
+    // Big enough for the unpaged range reads of the list figures (the client's default is 4 MiB).
+    grpcOptions: { 'grpc.max_receive_message_length': 512 * 1024 * 1024 },
+  });
+}
+
+function formatThroughput(figures: CreateFigures): string[] {
+  const lines = ['create throughput (ops/s)', '  concurrency  gateway   etcd direct  ratio'];
+  for (const t of figures.createThroughput) lines.push(`  ${String(t.concurrency).padEnd(11)}  ${String(t.gateway).padEnd(8)}  ${String(t.etcd).padEnd(11)}  ${t.ratio}`);
+  return lines;
+}
+
+function formatCpuPerCreate(figures: CreateFigures): string[] {
+  const cpu = figures.cpuMsPerCreate;
+  const directCpu = figures.cpuMsPerDirectCreate;
+  if (!cpu || !directCpu) return [];
+  const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
+  const lines = [`CPU per create at concurrency ${CONCURRENCY[CONCURRENCY.length - 1]}, ms   gateway path  etcd direct`];
+  for (const [name, ms] of Object.entries(cpu).sort((a, b) => b[1] - a[1])) lines.push(`  ${name.padEnd(20)}          ${ms.toFixed(2).padStart(6)}       ${(directCpu[name] ?? 0).toFixed(2).padStart(6)}`);
+  lines.push(`  ${'total'.padEnd(20)}          ${sum(cpu).toFixed(2).padStart(6)}       ${sum(directCpu).toFixed(2).padStart(6)}`);
+  return lines;
+}
+
+/** `BENCH_ONLY=creates make bench`: only the create throughput and the CPU per create, in a fresh environment. */
+async function createsOnly(): Promise<void> {
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
+  const client = new Client(env);
+  const etcd = directEtcd(env);
+  try {
+    const figures = await createFigures(env, client, etcd);
+    process.stdout.write([...formatThroughput(figures), ...formatCpuPerCreate(figures)].join('\n') + '\n');
+    fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
+    fs.writeFileSync(path.join(__dirname, '..', 'results', 'creates.json'), JSON.stringify(figures, null, 2));
+  } finally {
+    client.close();
+    etcd.close();
+    await env.stop(true);
+  }
+}
+
 /** `BENCH_ONLY=crds make bench`: only the custom resource definition figures, in a fresh environment. */
 async function customResourcesOnly(): Promise<void> {
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
@@ -376,44 +462,14 @@ async function customResourcesOnly(): Promise<void> {
 
 async function main(): Promise<void> {
   if (process.env['BENCH_ONLY'] === 'crds') return customResourcesOnly();
+  if (process.env['BENCH_ONLY'] === 'creates') return createsOnly();
   // RBAC, as make up runs; the service account of the token figures is bound to edit in default.
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
   const client = new Client(env);
-  // The raw floor goes through the same TLS with a client certificate as storage does.
-  const storageIdentity = env.internalPki.identities.storage;
-  const etcd = new Etcd3({
-    hosts: env.etcd.endpoint,
-    credentials: { rootCertificate: fs.readFileSync(env.internalPki.caCert), certChain: fs.readFileSync(storageIdentity.cert), privateKey: fs.readFileSync(storageIdentity.key) },
-    // Big enough for the unpaged range reads of the list figures (the client's default is 4 MiB).
-    grpcOptions: { 'grpc.max_receive_message_length': 512 * 1024 * 1024 },
-  });
+  const etcd = directEtcd(env);
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };
   try {
-    // Warm up both paths.
-    for (let i = 0; i < 50; i++) await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`warm-${i}`));
-    const throughput: Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }> = [];
-    for (const c of CONCURRENCY) {
-      let gateway = 0;
-      const cpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
-        gateway = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
-          const res = await client.request('POST', '/api/v1/namespaces/default/configmaps', configMap(`c${c}-${i}`));
-          if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.body}`);
-        });
-      });
-      if (c === CONCURRENCY[CONCURRENCY.length - 1]) results['cpuMsPerCreate'] = cpu;
-      let direct = 0;
-      const directCpu = await cpuPerOp(env, CREATES_PER_LEVEL, async () => {
-        direct = await runConcurrent(CREATES_PER_LEVEL, c, async (i) => {
-          const key = Buffer.from(`/registry/configmaps/default/direct-c${c}-${i}`);
-          const value = Buffer.from(JSON.stringify({ ...configMap(`direct-c${c}-${i}`), metadata: { name: `direct-c${c}-${i}`, namespace: 'default', uid: 'x', creationTimestamp: new Date().toISOString() } }));
-          const res = await etcd.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value } }], failure: [] });
-          if (!res.succeeded) throw new Error('direct create lost its guard');
-        });
-      });
-      if (c === CONCURRENCY[CONCURRENCY.length - 1]) results['cpuMsPerDirectCreate'] = directCpu;
-      throughput.push({ concurrency: c, gateway: Math.round(gateway), etcd: Math.round(direct), ratio: Math.round((gateway / direct) * 100) / 100 });
-    }
-    results['createThroughput'] = throughput;
+    Object.assign(results, await createFigures(env, client, etcd));
     results['serviceAccountToken'] = await tokenVersusCertificate(env, client);
     results['httpsFloor'] = await httpsFloor(env, CREATES_PER_LEVEL, CONCURRENCY[CONCURRENCY.length - 1] as number);
 
@@ -489,10 +545,7 @@ async function main(): Promise<void> {
   }
 
   const fmt = (n: unknown): string => (typeof n === 'number' ? (n < 10 ? n.toFixed(2) : n.toFixed(0)) : String(n));
-  const lines = ['create throughput (ops/s)', '  concurrency  gateway   etcd direct  ratio'];
-  for (const t of results['createThroughput'] as Array<{ concurrency: number; gateway: number; etcd: number; ratio: number }>) {
-    lines.push(`  ${String(t.concurrency).padEnd(11)}  ${String(t.gateway).padEnd(8)}  ${String(t.etcd).padEnd(11)}  ${t.ratio}`);
-  }
+  const lines = formatThroughput(results as unknown as CreateFigures);
   const p = (k: string): string => {
     const v = results[k] as { p50: number; p99: number };
     return `p50 ${fmt(v.p50)} ms  p99 ${fmt(v.p99)} ms`;
@@ -515,14 +568,7 @@ async function main(): Promise<void> {
   const w = results['watchers'] as { kiBPerWatch: number; gatewayRssMiB: { before: number; after: number }; createToEventMs: { alone: { p50: number; p99: number }; with1000IdleAndOneStalled: { p50: number; p99: number } } };
   lines.push(`1000 idle watches: gateway RSS ${w.gatewayRssMiB.before} -> ${w.gatewayRssMiB.after} MiB (${w.kiBPerWatch} KiB per watch); create -> event p99 ${fmt(w.createToEventMs.alone.p99)} ms alone, ${fmt(w.createToEventMs.with1000IdleAndOneStalled.p99)} ms beside them and a stalled watcher`);
   lines.push(...formatCustomResourceBench(results['customResources'] as CustomResourceBench));
-  const cpu = results['cpuMsPerCreate'] as Record<string, number> | undefined;
-  const directCpu = results['cpuMsPerDirectCreate'] as Record<string, number> | undefined;
-  if (cpu && directCpu) {
-    const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
-    lines.push(`CPU per create at concurrency ${CONCURRENCY[CONCURRENCY.length - 1]}, ms   gateway path  etcd direct`);
-    for (const [name, ms] of Object.entries(cpu).sort((a, b) => b[1] - a[1])) lines.push(`  ${name.padEnd(20)}          ${ms.toFixed(2).padStart(6)}       ${(directCpu[name] ?? 0).toFixed(2).padStart(6)}`);
-    lines.push(`  ${'total'.padEnd(20)}          ${sum(cpu).toFixed(2).padStart(6)}       ${sum(directCpu).toFixed(2).padStart(6)}`);
-  }
+  lines.push(...formatCpuPerCreate(results as unknown as CreateFigures));
   const floor = results['httpsFloor'] as { ratePerSecond: number; serverCpuMs: number } | undefined;
   if (floor) lines.push(`bare express on HTTPS, same POSTs: ${floor.serverCpuMs.toFixed(2)} ms CPU per request (${floor.ratePerSecond} req/s)`);
   lines.push(...formatValidationRules(results['validationRules'] as ValidationRulesFigures));
