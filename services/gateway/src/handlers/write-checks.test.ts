@@ -1,13 +1,12 @@
 import { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
-import { ApiError, type ApiObject, type ResourceDefinition, type StoredKey, type UserInfo } from '@svc/apimachinery';
+import { ApiError, type ResourceDefinition } from '@svc/apimachinery';
 import type { Attributes } from '@svc/authz/client';
 import { configMapDefinition, customResourceDefinitions, eventDefinition } from '@svc/kinds';
 import { createLogger } from '@svc/service-kit';
-import type { GatewayDeps } from '../backends';
 import { initRequestState, withAuthorizationState, withRequestInfo, withUser } from '../context';
 import type { RequestInfo } from '../request-info';
-import { DEFAULT_LIMITS } from '../server';
+import { FakeStorage, TEST_USER, fakeDeps } from '../registry/testing/fakes';
 import { handlePatch } from './patch';
 import { handleUpdate } from './update';
 
@@ -22,7 +21,7 @@ import { handleUpdate } from './update';
  * of custom objects and through their subresources there too.
  */
 
-const user: UserInfo = { username: 'robot', uid: '', groups: ['system:authenticated'], extra: {} };
+const user = TEST_USER;
 const quiet = createLogger('test', { write: () => undefined });
 
 const gadgets = customResourceDefinitions({
@@ -46,36 +45,6 @@ const gadgets = customResourceDefinitions({
   status: { acceptedNames: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' }, conditions: [{ type: 'Established', status: 'True' }] },
 })[0] as ResourceDefinition;
 
-/** Objects by key, as a fake storage keeps them; `revision` counts writes. */
-class Objects {
-  readonly byKey = new Map<string, { object: ApiObject; revision: number }>();
-  private revision = 100;
-  key(k: StoredKey): string {
-    return `${k.group}/${k.resource}/${k.namespace}/${k.name}`;
-  }
-  storage() {
-    // Objects cross the wire as JSON, as they do to and from the storage service.
-    const stored = (object: ApiObject, revision: number) => ({ object: JSON.parse(JSON.stringify({ ...object, metadata: { ...(object.metadata ?? {}), resourceVersion: String(revision) } })) as ApiObject, revision });
-    return {
-      get: async (k: StoredKey) => {
-        const hit = this.byKey.get(this.key(k));
-        if (!hit) throw ApiError.notFound({ group: k.group, resource: k.resource }, k.name);
-        return stored(hit.object, hit.revision);
-      },
-      create: async (k: StoredKey, object: ApiObject) => {
-        const revision = ++this.revision;
-        this.byKey.set(this.key(k), { object, revision });
-        return stored(object, revision);
-      },
-      update: async (k: StoredKey, object: ApiObject) => {
-        const revision = ++this.revision;
-        this.byKey.set(this.key(k), { object, revision });
-        return stored(object, revision);
-      },
-    };
-  }
-}
-
 interface Outcome {
   code: number;
   body: Record<string, unknown>;
@@ -92,15 +61,9 @@ interface Write {
 }
 
 function harness(allowedVerbs: string[]) {
-  const objects = new Objects();
+  const objects = new FakeStorage();
   const asked: Attributes[] = [];
-  const deps = {
-    limits: DEFAULT_LIMITS,
-    storage: objects.storage(),
-    admission: { admit: async () => ({ validated: true, warnings: [] }) },
-    protobuf: undefined,
-    webhookAgents: undefined,
-  } as unknown as GatewayDeps;
+  const deps = fakeDeps({ storage: objects });
 
   async function send(w: Write): Promise<Outcome> {
     const raw = typeof w.body === 'string' ? w.body : JSON.stringify(w.body);
@@ -211,7 +174,7 @@ describe("a body's name and namespace are the URL's", () => {
     expect((await h.send(applyGadget('g'))).code).toBe(201);
     return h;
   };
-  const snapshot = (h: ReturnType<typeof harness>) => JSON.stringify([...h.objects.byKey]);
+  const snapshot = (h: ReturnType<typeof harness>) => h.objects.snapshot();
 
   test.each([
     ['merge patch', configMaps, 'cm', '', 'application/merge-patch+json', { metadata: { name: 'other' }, data: { a: 'x' } }, 'the name of the object (other) does not match the name on the URL (cm)'],

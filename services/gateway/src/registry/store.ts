@@ -247,7 +247,9 @@ export async function createObject(ctx: WriteContext, input: ApiObject, urlName?
   obj.apiVersion = groupVersion(def);
   obj.kind = def.kind;
   const meta = { ...(obj.metadata ?? {}) };
+  // A cluster-scoped object has no namespace: one in the body is dropped, as the original server does.
   if (def.namespaced) meta.namespace = ctx.namespace;
+  else delete meta.namespace;
   if (meta.resourceVersion) throw ApiError.badRequest('resourceVersion should not be set on objects to be created');
   const generated = !meta.name && !!meta.generateName;
   if (generated) meta.name = generateNameFrom(meta.generateName as string);
@@ -275,6 +277,19 @@ export async function createObject(ctx: WriteContext, input: ApiObject, urlName?
   }
 }
 
+/** The context with each warning reported once: a write retried after a lost race decodes and admits again. */
+function warningOnce(ctx: WriteContext): WriteContext {
+  const reported = new Set<string>();
+  return {
+    ...ctx,
+    warn: (text) => {
+      if (reported.has(text)) return;
+      reported.add(text);
+      ctx.warn(text);
+    },
+  };
+}
+
 /** Fields a client cannot change through an update. */
 function carryImmutableMeta(obj: ApiObject, old: ApiObject): void {
   const meta = { ...(obj.metadata ?? {}) };
@@ -284,14 +299,18 @@ function carryImmutableMeta(obj: ApiObject, old: ApiObject): void {
   if (oldMeta.deletionTimestamp) meta.deletionTimestamp = oldMeta.deletionTimestamp;
   else delete meta.deletionTimestamp;
   if (oldMeta.deletionGracePeriodSeconds !== undefined) meta.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
+  else delete meta.deletionGracePeriodSeconds;
   if (oldMeta.generateName !== undefined && meta.generateName === undefined) meta.generateName = oldMeta.generateName;
   obj.metadata = meta;
 }
 
+/** The object as JSON with its keys sorted (the order of a body's keys is no change), without what every write changes. */
 function withoutVolatile(obj: ApiObject): string {
   const { metadata, ...rest } = obj;
   const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadata ?? {};
-  return JSON.stringify({ ...rest, metadata: meta });
+  return JSON.stringify({ ...rest, metadata: meta }, (_key, value: unknown) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : value,
+  );
 }
 
 export interface UpdateOutcome {
@@ -317,7 +336,8 @@ export interface ComputedWrite {
  * from the current object (patches, subresources); without it `input` is
  * the whole new object.
  */
-export async function updateObject(ctx: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ComputedWrite): Promise<UpdateOutcome> {
+export async function updateObject(request: WriteContext, name: string, input: ApiObject, transform?: (current: ApiObject) => ComputedWrite): Promise<UpdateOutcome> {
+  const ctx = warningOnce(request);
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = callOptionsOf(ctx);
@@ -355,6 +375,7 @@ export async function updateObject(ctx: WriteContext, name: string, input: ApiOb
     const expected = current.revision;
     carryImmutableMeta(obj, current.object);
     obj.metadata = { ...(obj.metadata ?? {}), name, ...(def.namespaced ? { namespace: ctx.namespace } : {}) };
+    if (!def.namespaced) delete obj.metadata.namespace;
     def.strategy.prepareForUpdate?.(obj, current.object);
     def.strategy.applyDefaults?.(obj);
     throwIfInvalid(def, obj, [
@@ -417,10 +438,11 @@ export interface DeleteOutcome {
  * Deletes an object: with finalizers it is only marked (deletionTimestamp)
  * and removed when the last finalizer goes (SPEC section 3).
  */
-export async function deleteObject(ctx: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
+export async function deleteObject(request: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
+  const ctx = warningOnce(request);
   const pre = options.preconditions ?? {};
   const unconditional = !pre.uid && !pre.resourceVersion;
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 0; ; attempt++) {
     try {
       return await deleteOnce(ctx, name, pre);
     } catch (err) {
