@@ -2,12 +2,12 @@ import type { Request, Response } from 'express';
 import { ApiError, groupVersion, isJsonObject, type ApiObject, type ManagedFieldsEntry, type ResourceDefinition, type ScaleSubresourcePaths } from '@svc/apimachinery';
 import { AUTOSCALING_GROUP, SCALE_PRINTER_COLUMNS, SCALE_SCHEMA, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas } from '@svc/kinds';
 import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
-import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
-import { writeBody } from '../responses';
-import { toTable, type IncludeObject } from '../table';
-import { checkTypeMeta, decodeAgainstSchema, getObject, updateObject, type WriteContext } from '../registry/store';
-import { outputFormat, parseResourceVersion, query, readBody, readContext, writeContext, type ResourceRequest } from './common';
-import { APPLY_JSON, APPLY_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC, applyOptions } from './patch';
+import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../../negotiation';
+import { writeBody } from '../../responses';
+import { toTable, type IncludeObject } from '../../table';
+import { checkTypeMeta, decodeAgainstSchema, getObject, updateObject, type WriteContext } from '../store';
+import { outputFormat, parseResourceVersion, query, readBody, readContext, writeContext, type ResourceRequest } from '../../handlers/common';
+import { APPLY_JSON, APPLY_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC, applyOptions } from '../../handlers/patch';
 
 /**
  * `<resource>/<name>/scale` of a custom resource with `subresources.scale`:
