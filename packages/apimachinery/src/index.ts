@@ -8,6 +8,7 @@ export * from './errors';
 export * from './registry';
 export * from './validation';
 export * from './selectors';
+export * from './field-labels';
 export * from './keys';
 export * from './schema-check';
 export * from './meta';

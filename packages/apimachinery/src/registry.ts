@@ -127,6 +127,12 @@ export interface ResourceDefinition {
   storageVersioning?: StorageVersioning;
   /** `/scale` serves an autoscaling/v1 Scale mapped onto these paths (custom resources with `subresources.scale`). */
   scale?: ScaleSubresourcePaths;
+  /**
+   * The field labels a field selector may name besides `metadata.name` and
+   * `metadata.namespace` (the kind's selectable fields). Unset: any field
+   * under `spec`, `status`, `type`, `involvedObject`, `reason` or `source`.
+   */
+  selectableFields?: readonly string[];
 }
 
 /**

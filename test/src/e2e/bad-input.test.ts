@@ -102,6 +102,13 @@ describe('bad input', () => {
     expectStatus(await adminRequest(env, 'GET', `${base}?watch=true&timeoutSeconds=abc`), 400, 'BadRequest', /timeoutSeconds/);
   });
 
+  test('a field label the kind cannot be selected by is 400 for a list, a watch and a deletecollection alike', async () => {
+    for (const [method, query] of [['GET', ''], ['GET', '&watch=true'], ['DELETE', '']] as const) {
+      expectStatus(await adminRequest(env, method, `${base}?fieldSelector=data.k%3Dv${query}`), 400, 'BadRequest', /^field label not supported: data\.k$/);
+    }
+    expect((await adminRequest(env, 'GET', `${base}?fieldSelector=metadata.name%3Dkeep`)).status).toBe(200);
+  });
+
   test('requests the HTTP parser refuses get a Status; long selectors fit under the 1 MiB header limit', async () => {
     const raw = (text: string): Promise<string> =>
       new Promise((resolve, reject) => {

@@ -28,12 +28,7 @@ export function listReadOptions(req: Request): ListRequestOptions {
     options.labelSelector = labelSelector;
   }
   if (fieldSelector) {
-    const parsed = parseFieldSelector(fieldSelector);
-    for (const r of parsed.requirements) {
-      if (r.field !== 'metadata.name' && r.field !== 'metadata.namespace' && !/^(spec|status|type|involvedObject|reason|source)\b/.test(r.field)) {
-        throw ApiError.badRequest(`field label not supported: ${r.field}`);
-      }
-    }
+    parseFieldSelector(fieldSelector);
     options.fieldSelector = fieldSelector;
   }
   if (match !== '' && match !== 'Exact' && match !== 'NotOlderThan') {

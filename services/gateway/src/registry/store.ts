@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ApiError,
   canonicalGroup,
+  checkFieldLabels,
   checkAgainstSchema,
   generateNameFrom,
   groupVersion,
@@ -89,6 +90,7 @@ export function getObject(ctx: ReadContext, name: string, at: ReadAtOptions = {}
 
 /** A page of the collection (the request's namespace, or every namespace), as the options select it. */
 export function listObjects(ctx: ReadContext, options: ListRequestOptions): Promise<ListPage> {
+  checkFieldLabels(ctx.def, options.fieldSelector);
   const { group, resource, namespace } = keyOf(ctx.def, ctx.namespace, '');
   return resourceStorage(ctx.deps, ctx.def).list({ group, resource, namespace }, options, callOptionsOf(ctx));
 }

@@ -1,4 +1,4 @@
-import { ApiError, collectionPrefix, groupVersion, matchesSelectors, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
+import { ApiError, checkFieldLabels, collectionPrefix, groupVersion, matchesSelectors, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import type { SharedConversion } from '../conversion/watch-conversion';
@@ -80,6 +80,7 @@ export function bookmarkObject(ctx: Pick<ReadContext, 'def'>, revision: number, 
 }
 
 export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: WatchSink, log: Logger): WatchHandle {
+  checkFieldLabels(ctx.def, options.fieldSelector);
   admitWatch(ctx);
   const { def, deps } = ctx;
   const hub = deps.hub;
