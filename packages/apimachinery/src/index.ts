@@ -11,6 +11,7 @@ export * from './selectors';
 export * from './field-labels';
 export * from './keys';
 export * from './schema-check';
+export * from './quantity';
 export * from './meta';
 export * from './duplicate-fields';
 export * from './node-identity';

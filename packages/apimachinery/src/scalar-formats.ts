@@ -1,3 +1,5 @@
+import { parseQuantity, QUANTITY_FORMAT_MESSAGE, QUANTITY_SUFFIX_MESSAGE } from './quantity';
+
 /**
  * Decoding of the typed scalars of built-in kinds, as the original server's
  * Go decoder reads them into its structs: bytes (`format: byte`) as
@@ -276,37 +278,24 @@ export function integerRangeProblem(format: string | undefined, value: number): 
 
 // ---- quantities --------------------------------------------------------------
 
-export const QUANTITY_FORMAT_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-export const QUANTITY_SUFFIX_MESSAGE = "unable to parse quantity's suffix";
+export { QUANTITY_FORMAT_MESSAGE, QUANTITY_SUFFIX_MESSAGE };
 
-const QUANTITY_SUFFIXES = new Set(['n', 'u', 'm', '', 'k', 'M', 'G', 'T', 'P', 'E', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei']);
-/** The common quantity: digits, an optional fraction, an optional suffix from the tables. */
+/** The common quantity: digits, an optional fraction, an optional suffix from the tables (read without the parser). */
 const PLAIN_QUANTITY = /^[+-]?[0-9]*\.?[0-9]*(?:[numkMGTPE]|[KMGTPE]i)?$/;
 /** What the original's scanner takes: a sign, digits and points, then suffix letters, a sign and digits. */
 const QUANTITY_SHAPE = /^([+-]?[0-9]*(?:\.[0-9]*)?)([eEinumkKMGTP]*[-+]?[0-9]*)$/;
-/** An exponent suffix Go's strconv.ParseInt reads as an int64. */
-const EXPONENT_SUFFIX = /^[eE][+-]?[0-9]+$/;
 
 /**
  * A quantity as resource.Quantity decodes one from JSON: a string (trimmed)
- * or a number's literal, read by ParseQuantity. Undefined when it parses,
- * else the original's message.
+ * or a number's literal, read by the quantity parser. Undefined when it
+ * parses, else the original's message: the form, or (a form the scanner
+ * takes) the suffix.
  */
 export function quantityProblem(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : QUANTITY_FORMAT_MESSAGE;
   if (typeof value !== 'string') return QUANTITY_FORMAT_MESSAGE;
   const text = value.trim();
   if (text === '') return QUANTITY_FORMAT_MESSAGE;
-  if (PLAIN_QUANTITY.test(text)) return undefined;
-  const parts = QUANTITY_SHAPE.exec(text);
-  if (!parts) return QUANTITY_FORMAT_MESSAGE;
-  const suffix = parts[2] ?? '';
-  if (QUANTITY_SUFFIXES.has(suffix)) return undefined;
-  if (EXPONENT_SUFFIX.test(suffix) && fitsInt64(suffix.slice(1))) return undefined;
-  return QUANTITY_SUFFIX_MESSAGE;
-}
-
-function fitsInt64(signedDigits: string): boolean {
-  const n = BigInt(signedDigits);
-  return n >= -(2n ** 63n) && n < 2n ** 63n;
+  if (PLAIN_QUANTITY.test(text) || parseQuantity(text) !== undefined) return undefined;
+  return QUANTITY_SHAPE.test(text) ? QUANTITY_SUFFIX_MESSAGE : QUANTITY_FORMAT_MESSAGE;
 }

@@ -1,5 +1,5 @@
 import { compile } from './index';
-import { asInt64, compareQuantities, parseQuantity, type Quantity } from './quantity';
+import { asInt64, compareQuantities, parseQuantity, type Quantity } from '@svc/apimachinery';
 
 function run(source: string): unknown {
   const outcome = compile(source, { field: 'f', variables: {} }).evaluate({});

@@ -1,5 +1,3 @@
-import { writeGuardOf } from './write-guards';
-import type { WriteContext } from './write-context';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
@@ -26,6 +24,8 @@ import type { GatewayDeps } from '../backends';
 import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from '../conversion/converter';
 import { storageFor } from '../conversion/versioned-storage';
 import type { ObjectStorage } from './storage-interface';
+import type { WriteContext } from './write-context';
+import { writeGuardOf } from './write-guards';
 
 export type { FieldValidation, WriteContext } from './write-context';
 
