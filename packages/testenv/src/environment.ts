@@ -99,6 +99,19 @@ function getReady(url: string, ca: Buffer): Promise<number> {
   });
 }
 
+/** The gateway's verbose readiness report (which check fails), or why it could not be read. */
+function readyzVerbose(url: string, ca: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    const req = https.get(`${url}/readyz?verbose`, { ca, timeout: 3000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(`/readyz?verbose: ${res.statusCode ?? 0}\n${Buffer.concat(chunks).toString('utf8').slice(0, 2000)}`));
+    });
+    req.on('error', (err) => resolve(`/readyz?verbose: ${err.message}`));
+    req.on('timeout', () => req.destroy(new Error('no answer in 3 s')));
+  });
+}
+
 /** Restarts with backoff, each one a JSON line in `file` (and on `stream`). */
 function supervisorPolicy(file: string, stream: NodeJS.WritableStream | undefined): RestartPolicy {
   return {
@@ -232,7 +245,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const deadline = Date.now() + (options.readyTimeoutMs ?? 30000);
     for (const [i, gatewayUrl] of urls.entries()) {
       while ((await getReady(gatewayUrl, ca)) !== 200) {
-        if (Date.now() > deadline) throw new Error(`the gateway did not become ready\n${tailLog(path.join(logDir, i === 0 ? 'gateway.log' : `gateway-${i}.log`))}`);
+        if (Date.now() > deadline) {
+          // Which check fails, the gateway's log, and the backends' own last words and restarts.
+          const logs = [i === 0 ? 'gateway.log' : `gateway-${i}.log`, 'admission.log', 'authn.log', 'authz.log', 'storage.log', 'supervisor.log'];
+          const tails = logs.map((file) => `--- ${file}\n${tailLog(path.join(logDir, file), 10)}`).join('\n');
+          throw new Error(`the gateway did not become ready\n${await readyzVerbose(gatewayUrl, ca)}\n${tails}`);
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
     }

@@ -24,15 +24,21 @@ function systemWriteContext(deps: GatewayDeps, def: ResourceDefinition): WriteCo
   };
 }
 
+/** The longest wait between two tries while the backends are not reachable. */
+const MAX_RETRY_MS = 5000;
+
 /**
  * Creates the namespaces that exist from the start, through the store, so
  * the Namespace kind's own strategy (finalizer, name label, phase) and
  * admission apply as to any namespace. Retried while the backends are not
- * reachable yet; an existing namespace is left as it is.
+ * reachable yet, waiting `retryMs` and twice as long each time up to 5 s (so
+ * a backend that is slow to come up does not fill the log); an existing
+ * namespace is left as it is.
  */
 export async function ensureSystemNamespaces(deps: GatewayDeps, log: Logger, retryMs = 500): Promise<void> {
   const def = deps.registry.lookup('', 'v1', 'namespaces');
   if (!def) throw new Error('the Namespace kind is not registered');
+  let waitMs = retryMs;
   for (const name of SYSTEM_NAMESPACES) {
     for (;;) {
       try {
@@ -44,8 +50,9 @@ export async function ensureSystemNamespaces(deps: GatewayDeps, log: Logger, ret
           log.error('system namespace refused', { namespace: name, code: err.code, reason: err.reason, err: err.message });
           break;
         }
-        log.warn('waiting for the backends to create system namespaces', { namespace: name, err: (err as Error).message });
-        await new Promise((resolve) => setTimeout(resolve, retryMs));
+        log.warn('waiting for the backends to create system namespaces', { namespace: name, retryInMs: waitMs, err: (err as Error).message });
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        waitMs = Math.min(waitMs * 2, MAX_RETRY_MS);
       }
     }
   }
