@@ -57,6 +57,8 @@ export async function startEtcd(opts: { dataDir: string; logDir: string; clientP
       '--initial-cluster-state=new',
       // Requests up to 1.5 MiB, as the original server's store accepts.
       `--max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`,
+      // Progress notifications let the change stream follow etcd's revision past writes outside the registry (see ARCHITECTURE.md, consistent reads from the cache).
+      '--experimental-watch-progress-notify-interval=250ms',
       '--quota-backend-bytes=8589934592',
       '--log-level=warn',
       '--logger=zap',

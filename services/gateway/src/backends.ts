@@ -2,18 +2,20 @@ import type { ResourceRegistry } from '@svc/apimachinery';
 import type { AdmissionClient } from '@svc/admission/client';
 import type { AuthnClient } from '@svc/authn/client';
 import type { AuthzClient } from '@svc/authz/client';
+import type { AggregatedDiscoveryDocument, DiscoveryScope } from '@svc/openapi';
 import type { Logger } from '@svc/service-kit';
-import type { StorageClient } from '@svc/storage/client';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { WatchConversions } from './conversion/watch-conversion';
 import type { WebhookAgents } from './conversion/webhook-agents';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
+import type { ObjectStorage } from './registry/storage-interface';
 
 /** Everything the filters and handlers call, injected so tests can replace parts. */
 export interface GatewayDeps {
   registry: ResourceRegistry;
-  storage: StorageClient;
+  /** Storage, behind the watch cache when it is on. */
+  storage: ObjectStorage;
   authn: AuthnClient;
   authz: AuthzClient;
   admission: AdmissionClient;
@@ -72,4 +74,6 @@ export interface GatewayDocuments {
   openApiV2Protobuf?(registry: ResourceRegistry): Buffer;
   openApiV3Index?(registry: ResourceRegistry): unknown;
   openApiV3GroupVersion?(registry: ResourceRegistry, group: string, version: string): unknown;
+  /** `/api` or `/apis` as an aggregated discovery list (without it, only the legacy documents are served). */
+  aggregatedDiscovery?(registry: ResourceRegistry, scope: DiscoveryScope): AggregatedDiscoveryDocument;
 }

@@ -1,6 +1,6 @@
 import { collectionPrefix, type ApiObject, type ResourceDefinition, type ResourceRegistry } from '@svc/apimachinery';
 import { APIEXTENSIONS_GROUP, customResourceDefinitions } from '@svc/kinds';
-import { watch } from '@svc/proto';
+import type { Change } from './watch/change';
 import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
 import type { HubWatcher, WatchHub } from './watch/watch-hub';
@@ -29,7 +29,7 @@ export class CustomResourceServing {
   private synced = false;
   private stopped = false;
   /** Changes that arrived while a list was in flight, applied after it. */
-  private pending: watch.ChangeEvent[] = [];
+  private pending: Change[] = [];
   private detach: (() => void) | undefined;
   private watcher: HubWatcher | undefined;
 
@@ -103,7 +103,7 @@ export class CustomResourceServing {
     }
   }
 
-  private onChange(e: watch.ChangeEvent): void {
+  private onChange(e: Change): void {
     if (this.listedAt < 0) {
       this.pending.push(e);
       return;
@@ -111,15 +111,15 @@ export class CustomResourceServing {
     if (e.revision > this.listedAt) this.apply(e);
   }
 
-  private apply(e: watch.ChangeEvent): void {
+  private apply(e: Change): void {
     const name = e.key.slice(collectionPrefix(CRD_KEY).length);
-    if (e.type === watch.EventType.EVENT_TYPE_DELETED) {
+    if (e.type === 'DELETED' || !e.object) {
       this.serve(name, undefined);
       return;
     }
     let crd: ApiObject;
     try {
-      crd = JSON.parse(Buffer.from(e.object).toString('utf8')) as ApiObject;
+      crd = e.object.copy();
     } catch (err) {
       this.log.warn('custom resource definition change could not be read', { name, err: (err as Error).message });
       return;

@@ -103,3 +103,61 @@ export function writeStored(req: Request, res: Response, code: number, stored: S
   res.status(code).setHeader('Content-Type', format.mediaType);
   res.end(raw);
 }
+
+/** Bytes gathered before one write of a streamed list. */
+const LIST_WRITE_BYTES = 64 * 1024;
+
+/**
+ * A JSON list written item by item: the envelope (`body` without its
+ * `field`), then each item's bytes as they come, then the end. Items are
+ * gathered into writes of about 64 KiB, and when the client reads slower
+ * than we write, the next write waits for the socket to drain, so a list
+ * of any length holds a bounded number of bytes in the gateway (the
+ * original server's streaming list encoder). A client that goes away ends
+ * the writing.
+ */
+export async function writeJsonList(req: Request, res: Response, format: OutputFormat, body: object, field: string, items: Iterable<Buffer>): Promise<void> {
+  const envelope: Record<string, unknown> = { ...body };
+  delete envelope[field];
+  const head = JSON.stringify(envelope);
+  // The envelope with the list's field last, up to its opening bracket.
+  const open = Buffer.from(`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}${JSON.stringify(field)}:[`);
+  setWarnings(req, res);
+  res.status(200).setHeader('Content-Type', format.mediaType);
+  let batch: Buffer[] = [open];
+  let bytes = open.length;
+  let first = true;
+  const flush = async (): Promise<boolean> => {
+    const chunk = Buffer.concat(batch, bytes);
+    batch = [];
+    bytes = 0;
+    if (res.write(chunk)) return true;
+    if (res.destroyed || res.writableEnded) return false;
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => () => {
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        resolve(ok);
+      };
+      const onDrain = done(true);
+      const onClose = done(false);
+      res.once('drain', onDrain);
+      res.once('close', onClose);
+    });
+  };
+  for (const item of items) {
+    if (!first) {
+      batch.push(COMMA);
+      bytes += 1;
+    }
+    first = false;
+    batch.push(item);
+    bytes += item.length;
+    if (bytes >= LIST_WRITE_BYTES && !(await flush())) return;
+  }
+  batch.push(LIST_END);
+  res.end(Buffer.concat(batch, bytes + LIST_END.length));
+}
+
+const COMMA = Buffer.from(',');
+const LIST_END = Buffer.from(']}');

@@ -1,8 +1,5 @@
 import * as fs from 'node:fs';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import * as https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { TlsOptions } from 'node:tls';
 import express from 'express';
 import { ApiError, type ResourceRegistry } from '@svc/apimachinery';
 import { AdmissionClient } from '@svc/admission/client';
@@ -12,11 +9,14 @@ import { createLogger, type Logger, loadInternalTls, type InternalTlsFiles } fro
 import { StorageClient } from '@svc/storage/client';
 import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
+import { expressForBothProtocols } from './express-http2';
+import { createFrontServer } from './front-server';
 import { buildHandlerChain } from './handler-chain';
 import { MAX_HEADER_FIELDS } from './request-head';
 import type { ProtobufCodec } from './negotiation';
 import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
+import { CachedStorage, DEFAULT_CACHE_OPTIONS, type CacheOptions } from './cache/cached-storage';
 import { WatchConversions } from './conversion/watch-conversion';
 import { WebhookAgents } from './conversion/webhook-agents';
 import { conversionOptions } from './registry/store';
@@ -32,6 +32,11 @@ export interface GatewayConfig {
   /** CA bundle for client certificates; without it no certificate is requested. */
   clientCaFile?: string;
   storageAddress: string;
+  /**
+   * The watch cache in front of storage (on unless false): lists and watches
+   * answered from memory; options tune its window and consistent-read wait.
+   */
+  watchCache?: boolean | Partial<CacheOptions>;
   authnAddress: string;
   authzAddress: string;
   admissionAddress: string;
@@ -46,6 +51,8 @@ export interface GatewayConfig {
   alwaysAllowPaths?: string[];
   /** The authenticating proxy's header names and prefixes (as authn's `--requestheader-*`), forwarded to authn. */
   proxyHeaders?: { names: string[]; prefixes: string[] };
+  /** Streams an HTTP/2 connection may have open at once (0 or unset: the original's default, 100). */
+  http2MaxStreamsPerConnection?: number;
   logger?: Logger;
 }
 
@@ -77,53 +84,17 @@ async function reachable(call: () => Promise<unknown>): Promise<void> {
   }
 }
 
+/** Go's default header limit (1 MiB), so long label selectors fit as they do upstream. */
 const MAX_HEADER_BYTES = 1024 * 1024;
+/** HTTP/1.1 keep-alive (and HTTP/2 idle connection) timeout, the time to receive a head, and a whole request (node's default). */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+const HEADERS_TIMEOUT_MS = 70_000;
+const REQUEST_TIMEOUT_MS = 300_000;
 /** How often the watch hub compares its position with watch-fanout's head, and how long it may go unconfirmed before /readyz fails. */
 const HUB_PROGRESS_CHECK_MS = 2000;
 const HUB_STALE_MS = 10_000;
 /** How long a stopping gateway lets requests in flight finish. */
 const SHUTDOWN_DRAIN_MS = 10_000;
-
-/**
- * A request the HTTP parser refuses never reaches the handler chain; it
- * still gets a Status (400, or 431 when its headers are over the limit),
- * and the connection closes. So does a CONNECT (405: nothing is tunnelled),
- * which node hands over as a bare socket instead of a request.
- */
-const answered = new WeakSet<Duplex>();
-
-function answerUnparsable(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  answerOnSocket(
-    socket,
-    tooLarge
-      ? new ApiError(431, 'BadRequest', `the request headers are larger than the limit of ${MAX_HEADER_BYTES} bytes`)
-      : ApiError.badRequest(`the request is not valid HTTP: ${err.code ?? err.message}`),
-  );
-}
-
-/** Writes a Status as a whole HTTP/1.1 response straight to the socket, once, and closes it. */
-function answerOnSocket(socket: Duplex, status: ApiError): void {
-  // The parser reports again for every later chunk of a refused request: the answer is already on its way.
-  if (answered.has(socket)) return;
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  answered.add(socket);
-  const body = JSON.stringify(status.toStatus());
-  const reason = STATUS_CODES[status.code] ?? 'Error';
-  socket.end(`HTTP/1.1 ${status.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  // Keep reading what the client still sends (a body behind a refused request
-  // line) so closing does not reset the connection before it reads the
-  // answer; a client that never stops sending is cut off after a while.
-  socket.resume();
-  setTimeout(() => socket.destroy(), 5000).unref();
-}
 
 /** Starts the gateway: the HTTPS front of the system. */
 export async function start(config: GatewayConfig): Promise<GatewayHandle> {
@@ -138,13 +109,14 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const subscriber = await ChangeSubscriber.connect(config.natsUrl, log, config.natsTls);
   const attached = hub.attach(subscriber);
   const customResources = new CustomResourceServing(config.registry, storage, hub, log.with({ component: 'custom-resources' }));
+  const cache = config.watchCache === false ? undefined : new CachedStorage(storage, hub, log.with({ component: 'watch-cache' }), { ...DEFAULT_CACHE_OPTIONS, ...(config.watchCache === true ? {} : config.watchCache) });
 
   const limits = { ...DEFAULT_LIMITS, ...config.limits };
   const webhookAgents = new WebhookAgents();
   const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(config.registry.all()));
   const deps: GatewayDeps = {
     registry: config.registry,
-    storage,
+    storage: cache ?? storage,
     authn,
     authz,
     admission,
@@ -216,7 +188,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     void chain(req, res);
   });
 
-  const tlsOptions: https.ServerOptions = {
+  const tlsOptions: TlsOptions = {
     cert: fs.readFileSync(config.tlsCertFile),
     key: fs.readFileSync(config.tlsKeyFile),
   };
@@ -225,31 +197,21 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     tlsOptions.requestCert = true;
     tlsOptions.rejectUnauthorized = false;
   }
-  // Go's default header limit (1 MiB), so long label selectors fit as they do upstream.
-  tlsOptions.maxHeaderSize = MAX_HEADER_BYTES;
-  // A missing Host header is refused by the request-info filter, with a Status (node's own refusal has no body).
-  const server = https.createServer({ ...tlsOptions, requireHostHeader: false }, app);
-  // One field more than allowed is kept, so a request with too many is seen and refused (431), never cut short unseen.
-  server.maxHeadersCount = MAX_HEADER_FIELDS + 1;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerUnparsable(err, socket));
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => answerOnSocket(socket, ApiError.methodNotAllowed('the server does not allow the CONNECT method: it tunnels no connections')));
-  // An Expect other than 100-continue: 417 as the original answers it, with a Status (node's own answer has no body).
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const status = new ApiError(417, 'BadRequest', `the expectation ${JSON.stringify(String(req.headers.expect ?? '').slice(0, 128))} is not supported`);
-    const body = JSON.stringify(status.toStatus());
-    res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
-    res.end(body);
+  // HTTP/2 and HTTP/1.1 on one port (ALPN), one express app for both.
+  const front = createFrontServer(expressForBothProtocols(app), {
+    tls: tlsOptions,
+    maxHeaderBytes: MAX_HEADER_BYTES,
+    maxHeadersCount: MAX_HEADER_FIELDS + 1,
+    keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+    headersTimeoutMs: HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    ...(config.http2MaxStreamsPerConnection ? { maxConcurrentStreams: config.http2MaxStreamsPerConnection } : {}),
+    log: log.with({ component: 'front-server' }),
   });
-  server.keepAliveTimeout = 65000;
-  server.headersTimeout = 70000;
   const sep = config.listen.lastIndexOf(':');
   const host = config.listen.slice(0, sep);
   const port = Number(config.listen.slice(sep + 1));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const bound = (server.address() as AddressInfo).port;
+  const bound = await front.listen(host, port);
   void ensureSystemNamespaces(deps, log.with({ component: 'system-namespaces' }));
   void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
   void customResources.start();
@@ -262,8 +224,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     hub,
     close: async () => {
       shuttingDown = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      const closed = front.beginShutdown();
       hub.endAll();
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
@@ -271,9 +232,10 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
           setTimeout(resolve, SHUTDOWN_DRAIN_MS).unref();
         });
       }
-      server.closeAllConnections();
+      front.destroyAll();
       await closed;
       hub.stop();
+      cache?.stop();
       customResources.stop();
       stopRetainingAgents();
       webhookAgents.destroy();

@@ -4,8 +4,16 @@ import { CallStream, callUnary, type CallOptions, channelTo, type InternalTls } 
 
 /** Options and results of the storage client; objects in and out as parsed JSON. */
 export interface ReadAtOptions {
+  /** Exactly this revision. */
   revision?: number;
+  /** A state not older than this revision. */
   minRevision?: number;
+  /**
+   * Any state the server holds (resourceVersion "0"): a cache may answer
+   * from what it has without asking storage how current it is. Storage
+   * itself reads the latest state.
+   */
+  any?: boolean;
 }
 
 export interface StoredResult {
@@ -21,6 +29,14 @@ export interface StoredResult {
 
 export interface ListPage {
   items: ApiObject[];
+  revision: number;
+  continueToken: string;
+  remainingItemCount?: number;
+}
+
+/** A page whose items are their JSON as storage holds them. */
+export interface EncodedListPage {
+  items: Buffer[];
   revision: number;
   continueToken: string;
   remainingItemCount?: number;
@@ -94,6 +110,12 @@ export class StorageClient {
   }
 
   async list(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<ListPage> {
+    const { items, ...rest } = await this.listEncoded(key, options, opts);
+    return { ...rest, items: items.map(parse) };
+  }
+
+  /** A page as storage answered it: each item's JSON, not parsed. */
+  async listEncoded(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<EncodedListPage> {
     const res = await callUnary(
       'storage',
       this.client.list.bind(this.client),
@@ -107,7 +129,11 @@ export class StorageClient {
       },
       opts,
     );
-    const page: ListPage = { items: res.items.map(parse), revision: res.revision, continueToken: res.continueToken };
+    const page: EncodedListPage = {
+      items: res.items.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)),
+      revision: res.revision,
+      continueToken: res.continueToken,
+    };
     if (res.remainingItemCount !== undefined) page.remainingItemCount = res.remainingItemCount;
     return page;
   }

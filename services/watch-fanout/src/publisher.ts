@@ -40,7 +40,11 @@ interface Position {
 }
 
 /** What the etcd watch delivered, in order. */
-type Change = { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined } | { kind: 'compacted'; revision: number };
+type Change =
+  | { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined }
+  | { kind: 'compacted'; revision: number }
+  /** etcd's progress notification: every change up to `revision` has been delivered. */
+  | { kind: 'progress'; revision: number };
 
 /** A stored object's JSON with `metadata.resourceVersion` set, as watchers receive it. */
 export function setResourceVersion(json: Buffer, revision: number): Buffer {
@@ -158,6 +162,7 @@ export class Publisher {
     watcher.on('data', (res) => {
       const compacted = Number(res.compact_revision ?? 0);
       if (compacted > 0) this.backlog.push({ kind: 'compacted', revision: compacted });
+      else if (res.events.length === 0) this.backlog.push({ kind: 'progress', revision: Number(res.header.revision) });
       else for (const e of res.events) this.backlog.push({ kind: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv, prev: e.prev_kv });
       this.drain();
     });
@@ -183,6 +188,7 @@ export class Publisher {
           }
           const change = this.backlog.shift() as Change;
           if (change.kind === 'compacted') await this.resetAfterCompaction(change.revision);
+          else if (change.kind === 'progress') this.publishProgress(change.revision);
           else this.publishChange(change.kind, change.kv, change.prev);
         }
       } catch (err) {
@@ -199,6 +205,18 @@ export class Publisher {
     const head = Number((await this.opts.etcd.kv.range({ key: Buffer.from(REGISTRY_PREFIX), count_only: true })).header.revision);
     this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
     this.fail('restart after compaction', new Error(`compacted at ${compacted}`));
+  }
+
+  /**
+   * etcd's revision moved past the last change under the registry (a write
+   * elsewhere, such as the publisher election): a progress marker carries
+   * the bus to that revision, so a reader waiting for etcd's current
+   * revision (a consistent read from a gateway's cache) is not left waiting
+   * for the next change.
+   */
+  private publishProgress(revision: number): void {
+    if (revision <= this.position.revision) return;
+    this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision, prevRevision: this.position.revision, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
   }
 
   private publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined): void {

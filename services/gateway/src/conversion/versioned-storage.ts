@@ -70,8 +70,10 @@ class VersionedStorage implements ObjectStorage {
   }
 
   async list(key: Omit<StoredKey, 'name'>, options?: ListRequestOptions, opts?: CallOptions): Promise<ListPage> {
-    const page = await this.storage.list(key, options, opts);
-    return { ...page, items: await this.objects.fromStorage(page.items) };
+    const { items, revision, continueToken, remainingItemCount } = await this.storage.list(key, options, opts);
+    const page: ListPage = { items: await this.objects.fromStorage(items), revision, continueToken };
+    if (remainingItemCount !== undefined) page.remainingItemCount = remainingItemCount;
+    return page;
   }
 
   async create(key: StoredKey, obj: ApiObject, opts?: WriteOptions): Promise<StoredResult> {

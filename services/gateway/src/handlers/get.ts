@@ -8,7 +8,7 @@ import { outputFormat, parseResourceVersion, query, readContext, type ResourceRe
 export async function handleGet(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, true);
   const rv = parseResourceVersion(query(req, 'resourceVersion'));
-  const at = rv !== undefined && rv > 0 ? { minRevision: rv } : {};
+  const at = rv !== undefined && rv > 0 ? { minRevision: rv } : rv === 0 ? { any: true } : {};
   const stored = await getObject(readContext(req, r), r.info.name, at);
   if (format.kind === 'table') {
     const object = stored.object;

@@ -1,7 +1,10 @@
 import type { Request, Response } from 'express';
 import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '@svc/apimachinery';
 import type { ListRequestOptions } from '@svc/storage/client';
-import { writeBody } from '../responses';
+import type { ListPage } from '@svc/storage/client';
+import { parsedRequestInfoFrom } from '../context';
+import { sharedObjectsOf } from '../registry/storage-interface';
+import { presentAs, pretty, writeBody, writeJsonList } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { listObjects } from '../registry/store';
 import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
@@ -47,10 +50,13 @@ export function listReadOptions(req: Request): ListRequestOptions {
     if (rv === undefined || rv === 0) throw ApiError.badRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"');
     options.at = { revision: rv };
   } else if (match === 'NotOlderThan') {
-    if (rv !== undefined && rv > 0) options.at = { minRevision: rv };
+    options.at = rv !== undefined && rv > 0 ? { minRevision: rv } : { any: true };
   } else if (rv !== undefined && rv > 0) {
     // A chunked list at a given version reads exactly that version.
     options.at = options.limit ? { revision: rv } : { minRevision: rv };
+  } else if (rv === 0) {
+    // "0": any state the server holds (its cache).
+    options.at = { any: true };
   }
   return options;
 }
@@ -63,11 +69,42 @@ export async function handleList(req: Request, res: Response, r: ResourceRequest
   if (page.continueToken) metadata.continue = page.continueToken;
   if (page.remainingItemCount !== undefined && !options.labelSelector && !options.fieldSelector) metadata.remainingItemCount = page.remainingItemCount;
   if (format.kind === 'table') {
-    const table = toTable(r.def, page.items, format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
+    const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
+    const table = toTable(r.def, [], format.group, format.version, include);
     table.metadata = metadata;
-    writeBody(req, res, 200, table, format);
+    const shared = sharedObjectsOf(page);
+    const count = shared?.length ?? page.items.length;
+    // Rows are made a batch at a time, so only one batch of parsed objects is held.
+    const rows = function* (): Generator<Buffer> {
+      for (let at = 0; at < count; at += ROW_BATCH) {
+        const objects = shared ? shared.slice(at, at + ROW_BATCH).map((o) => o.object) : page.items.slice(at, at + ROW_BATCH);
+        for (const row of toTable(r.def, objects, format.group, format.version, include).rows) yield Buffer.from(JSON.stringify(row));
+      }
+    };
+    await writeJsonList(req, res, format, table, 'rows', rows());
     return;
   }
-  const list = { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata, items: page.items };
-  writeBody(req, res, 200, list, format, r.deps.protobuf);
+  const list = { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata, items: [] as unknown[] };
+  if (format.kind !== 'json' || pretty(req)) {
+    list.items = page.items;
+    writeBody(req, res, 200, list, format, r.deps.protobuf);
+    return;
+  }
+  await writeJsonList(req, res, format, presentAs(req, list) as object, 'items', encodedItems(req, page));
+}
+
+const ROW_BATCH = 500;
+
+/** Each item's JSON: the stored bytes when the page has them and the client sees them as stored, else encoded one at a time. */
+function* encodedItems(req: Request, page: ListPage): Generator<Buffer> {
+  const shared = sharedObjectsOf(page);
+  if (shared && !parsedRequestInfoFrom(req)?.requestedGroup) {
+    for (const o of shared) yield o.json;
+    return;
+  }
+  if (shared) {
+    for (const o of shared) yield Buffer.from(JSON.stringify(presentAs(req, o.object)));
+    return;
+  }
+  for (const item of page.items) yield Buffer.from(JSON.stringify(presentAs(req, item)));
 }

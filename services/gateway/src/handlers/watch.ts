@@ -2,8 +2,9 @@ import type { Request, Response } from 'express';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { logFrom, queryValues } from '../context';
 import { parseBoolParam } from '../query-bool';
-import { watchObjects, type WatchEventType } from '../registry/watch';
-import { encodeBody, presentAs, setWarnings } from '../responses';
+import { watchObjects, type WatchEventType, type WatchPayload } from '../registry/watch';
+import { encodeBody, presentAs, pretty, setWarnings } from '../responses';
+import { parsedRequestInfoFrom } from '../context';
 import { toTable, type IncludeObject } from '../table';
 import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
@@ -58,14 +59,26 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     const line = encodeBody(req, { type, object: payload }, { kind: 'json', mediaType: 'application/json' }, undefined);
     return Buffer.concat([line, Buffer.from('\n')]);
   };
+  /**
+   * An event's bytes: a change every watcher shares is encoded once per
+   * event type and representation (the key names both), and a stored
+   * object sent as plain JSON is its stored bytes inside the event's frame.
+   */
+  const asStored = format.kind === 'json' && !pretty(req) && !parsedRequestInfoFrom(req)?.requestedGroup;
+  const representation = `${format.kind}|${format.mediaType}|${include}|${pretty(req)}|${parsedRequestInfoFrom(req)?.requestedGroup ?? ''}`;
+  const encodePayload = (type: WatchEventType, payload: WatchPayload): Buffer => {
+    const { shared, change } = payload;
+    const make = asStored && shared ? () => jsonEventLine(type, shared.json) : () => encode(type, payload.object);
+    return change ? change.encoded(`${type}|${representation}`, make) : make();
+  };
 
   const watch = watchObjects(
     readContext(req, r),
     { ...(rv !== undefined ? { resourceVersion: rv } : {}), labelSelector: query(req, 'labelSelector') ?? '', fieldSelector, sendInitialEvents, bookmarks, lifetimeMs },
     {
-      send: (type, object) => {
+      send: (type, payload) => {
         writeHead();
-        res.write(encode(type, object));
+        res.write(encodePayload(type, payload));
         return res.writableLength;
       },
       abandon: () => res.destroy(),
@@ -81,4 +94,17 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   req.on('close', () => watch.stop());
   res.on('close', () => watch.stop());
   await watch.ended;
+}
+
+const LINE_END = Buffer.from('}\n');
+const EVENT_PREFIXES = new Map<WatchEventType, Buffer>();
+
+/** `{"type":...,"object":<json>}` and a newline, around an object's JSON as it is. */
+export function jsonEventLine(type: WatchEventType, json: Buffer): Buffer {
+  let prefix = EVENT_PREFIXES.get(type);
+  if (!prefix) {
+    prefix = Buffer.from(`{"type":${JSON.stringify(type)},"object":`);
+    EVENT_PREFIXES.set(type, prefix);
+  }
+  return Buffer.concat([prefix, json, LINE_END]);
 }

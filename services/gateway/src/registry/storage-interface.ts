@@ -1,6 +1,7 @@
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import type { CallOptions } from '@svc/service-kit';
 import type { ListPage, ListRequestOptions, PreconditionOptions, ReadAtOptions, StoredResult, WriteOptions } from '@svc/storage/client';
+import type { Change, SharedObject } from '../watch/change';
 
 /**
  * The one storage interface the generic store calls: get, list, create,
@@ -16,4 +17,24 @@ export interface ObjectStorage {
   create(key: StoredKey, obj: ApiObject, opts?: WriteOptions): Promise<StoredResult>;
   update(key: StoredKey, obj: ApiObject, pre?: PreconditionOptions, opts?: WriteOptions): Promise<StoredResult>;
   delete(key: StoredKey, pre?: PreconditionOptions, opts?: WriteOptions): Promise<StoredResult>;
+  /**
+   * The changes of a collection after `after`, in order, from what a cache
+   * holds in memory; undefined when it does not reach back that far (a
+   * watch then asks watch-fanout's history).
+   */
+  changesAfter?(key: Omit<StoredKey, 'name'>, after: number, prefix: string): readonly Change[] | undefined;
+}
+
+/**
+ * A list page from the watch cache: besides `items` (copies the caller
+ * owns, made when first read), the shared objects themselves, whose bytes
+ * a response or a watch forwards without parsing or encoding them again.
+ */
+export interface SharedListPage extends ListPage {
+  readonly shared: readonly SharedObject[];
+}
+
+/** The shared objects of a page that has them (a page from the cache, not converted). */
+export function sharedObjectsOf(page: ListPage): readonly SharedObject[] | undefined {
+  return 'shared' in page ? (page as SharedListPage).shared : undefined;
 }

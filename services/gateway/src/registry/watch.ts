@@ -1,8 +1,9 @@
 import { ApiError, checkFieldLabels, collectionPrefix, groupVersion, matchesSelectors, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
-import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import type { SharedConversion } from '../conversion/watch-conversion';
-import { listObjects, type ReadContext } from './store';
+import type { Change, SharedObject } from '../watch/change';
+import { sharedObjectsOf } from './storage-interface';
+import { keyOf, listObjects, type ReadContext } from './store';
 
 /**
  * The store's watch: the changes of a collection (or of one object) after a
@@ -29,9 +30,22 @@ export interface WatchOptions {
   lifetimeMs: number;
 }
 
+/**
+ * What an event shows: the object, and when it is exactly a stored object
+ * or a change every watcher shares, that too, so the event's bytes are
+ * encoded once for all the watches that send it.
+ */
+export interface WatchPayload {
+  object: unknown;
+  /** The stored object the event shows unchanged (its JSON can be sent as it is). */
+  shared?: SharedObject;
+  /** The change the event comes from, shared by every watch it reaches. */
+  change?: Change;
+}
+
 export interface WatchSink {
   /** Writes one event to the client; answers the bytes written but not yet read by the client. */
-  send(type: WatchEventType, object: unknown): number;
+  send(type: WatchEventType, payload: WatchPayload): number;
   /** The client does not keep up: drop what it has not read (end follows). */
   abandon(): void;
   /** The watch is over: the client's stream ends (after an ERROR event with `err`'s Status, when there is one). */
@@ -59,11 +73,6 @@ function watchScope(ctx: ReadContext, options: WatchOptions) {
   return { prefix, matches: (obj: ApiObject | undefined): boolean => obj !== undefined && matchesSelectors(obj, labels, fields) };
 }
 
-function parseObject(bytes: Uint8Array): ApiObject | undefined {
-  if (bytes.length === 0) return undefined;
-  return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
-}
-
 /** Refuses a watch the gateway cannot serve now: 503 until it follows the change stream, 429 at the cap of watches. */
 export function admitWatch(ctx: ReadContext): void {
   const hub = ctx.deps.hub;
@@ -87,7 +96,7 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
   const { prefix, matches } = watchScope(ctx, options);
   const limitBytes = deps.limits.watchBufferBytes;
 
-  const buffered: watch.ChangeEvent[] = [];
+  const buffered: Change[] = [];
   let bufferedBytes = 0;
   let live = false;
   let closed = false;
@@ -116,23 +125,25 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
     finish();
   };
 
-  const send = (type: WatchEventType, object: unknown): void => {
+  const send = (type: WatchEventType, payload: WatchPayload): void => {
     if (closed) return;
-    const unsent = sink.send(type, object);
+    const unsent = sink.send(type, payload);
     if (unsent > limitBytes) abandon(`${unsent} bytes unsent`);
   };
 
-  const emitChange = (e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
-    if (e.type === watch.EventType.EVENT_TYPE_DELETED) {
-      if (matches(obj)) send('DELETED', obj);
+  /** `shown` is the change as this watch's version shows it: the change's own objects, or their conversions. */
+  const emitChange = (e: Change, obj: ApiObject | undefined, prev: ApiObject | undefined, shown: 'shared' | 'converted'): void => {
+    const of = (object: unknown): WatchPayload => (shown === 'shared' ? { object, change: e, ...(e.object ? { shared: e.object } : {}) } : { object });
+    if (e.type === 'DELETED') {
+      if (matches(obj)) send('DELETED', of(obj));
       return;
     }
     const now = matches(obj);
-    const before = e.type === watch.EventType.EVENT_TYPE_MODIFIED && matches(prev);
-    if (now && before) send('MODIFIED', obj);
-    else if (now) send('ADDED', obj);
+    const before = e.type === 'MODIFIED' && matches(prev);
+    if (now && before) send('MODIFIED', of(obj));
+    else if (now) send('ADDED', of(obj));
     // Left the selector: the last state the watcher was shown, at this revision.
-    else if (before && prev) send('DELETED', { ...prev, metadata: { ...(prev.metadata ?? {}), resourceVersion: String(e.revision) } });
+    else if (before && prev) send('DELETED', { object: { ...prev, metadata: { ...(prev.metadata ?? {}), resourceVersion: String(e.revision) } } });
   };
 
   /**
@@ -146,8 +157,8 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
   const shared = deps.watchConversions.for(def);
   let converting = Promise.resolve();
   let convertingBytes = 0;
-  const convertAndEmit = (conversion: SharedConversion, e: watch.ChangeEvent, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
-    const size = e.object.length + e.prevObject.length;
+  const convertAndEmit = (conversion: SharedConversion, e: Change, obj: ApiObject | undefined, prev: ApiObject | undefined): void => {
+    const size = e.size;
     convertingBytes += size;
     if (convertingBytes > limitBytes) {
       convertingBytes -= size;
@@ -160,7 +171,7 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
       try {
         if (closed) return claim.release();
         const shown = await claim.take();
-        emitChange(e, obj ? shown[0] : undefined, prev ? shown[obj ? 1 : 0] : undefined);
+        emitChange(e, obj ? shown[0] : undefined, prev ? shown[obj ? 1 : 0] : undefined, 'converted');
       } catch (err) {
         const apiError = ApiError.from(err);
         log.warn('watch ended: a change could not be converted', { resource: def.plural, version: def.version, err: apiError.message });
@@ -171,13 +182,13 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
     });
   };
 
-  const deliverChange = (e: watch.ChangeEvent): void => {
+  const deliverChange = (e: Change): void => {
     if (e.revision <= cursor) return;
     cursor = e.revision;
-    const obj = parseObject(e.object);
-    const prev = parseObject(e.prevObject);
+    const obj = e.object?.object;
+    const prev = e.prev?.object;
     if (shared) convertAndEmit(shared, e, obj, prev);
-    else emitChange(e, obj, prev);
+    else emitChange(e, obj, prev, 'shared');
   };
 
   // Register first, so nothing published while the starting state is read is missed.
@@ -186,7 +197,7 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
     deliver: (e) => {
       if (!live) {
         buffered.push(e);
-        bufferedBytes += e.object.length + e.prevObject.length + e.key.length;
+        bufferedBytes += e.size;
         if (bufferedBytes > limitBytes) finish(ApiError.expired('the watch fell too far behind while it was starting'));
         return;
       }
@@ -203,17 +214,22 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
     const rv = options.resourceVersion;
     try {
       if (rv === undefined || rv === 0 || options.sendInitialEvents) {
-        const page = await listObjects(ctx, { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, ...(rv ? { at: { minRevision: rv } } : {}) });
-        for (const item of page.items) send('ADDED', item);
+        const at = rv ? { minRevision: rv } : rv === 0 ? { any: true } : undefined;
+        const page = await listObjects(ctx, { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, ...(at ? { at } : {}) });
+        const objects = sharedObjectsOf(page);
+        if (objects && !shared) for (const o of objects) send('ADDED', { object: o.object, shared: o });
+        else for (const item of page.items) send('ADDED', { object: item });
         cursor = page.revision;
-        if (options.sendInitialEvents && options.bookmarks) send('BOOKMARK', bookmarkObject(ctx, cursor, true));
+        if (options.sendInitialEvents && options.bookmarks) send('BOOKMARK', { object: bookmarkObject(ctx, cursor, true) });
       } else {
         cursor = rv;
       }
       // Fill in from the history what the hub dispatched before this watch registered.
       if (cursor < registration.from) {
-        const { events } = await hub.catchUp(cursor, registration.from, prefix);
-        for (const e of events) deliverChange(e);
+        const { group, resource, namespace } = keyOf(def, ctx.namespace, '');
+        const recent = deps.storage.changesAfter?.({ group, resource, namespace }, cursor, prefix);
+        const events = recent ?? (await hub.catchUp(cursor, registration.from, prefix)).events;
+        for (const e of events) if (e.revision <= registration.from) deliverChange(e);
         cursor = Math.max(cursor, registration.from);
       }
       live = true;
@@ -227,7 +243,7 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
 
   const bookmarkTimer = options.bookmarks
     ? setInterval(() => {
-        if (live && !closed) send('BOOKMARK', bookmarkObject(ctx, Math.max(cursor, hub.revision), false));
+        if (live && !closed) send('BOOKMARK', { object: bookmarkObject(ctx, Math.max(cursor, hub.revision), false) });
       }, 30000)
     : undefined;
   const lifetime = setTimeout(() => finish(), options.lifetimeMs);

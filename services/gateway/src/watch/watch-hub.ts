@@ -2,18 +2,21 @@ import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
+import { decodeChange, type Change } from './change';
 
 /**
  * The gateway's end of the change bus. One subscription per process; events
  * are checked for continuity through `prev_revision` and a gap is filled from
  * watch-fanout's history before anything after it is dispatched, so every
  * watcher sees a gap-free, ordered stream or is closed (never a silent gap).
+ * Each change is decoded once (see change.ts), when the first watcher it
+ * concerns takes it, and every watcher receives the same instance.
  */
 export interface HubWatcher {
   /** Key prefix this watcher wants. */
   prefix: string;
-  /** Called in revision order with every matching change. */
-  deliver(event: watch.ChangeEvent): void;
+  /** Called in revision order with every matching change (shared by every watcher: read-only). */
+  deliver(change: Change): void;
   /** The hub can no longer guarantee continuity: end the watch (the client re-lists). */
   expire(reason: ApiError): void;
   /** End the watch cleanly (the server is stopping): the client watches again from its last resourceVersion. */
@@ -42,6 +45,8 @@ export class WatchHub {
   private clientWatchers = 0;
   private readonly pending: watch.ChangeEvent[] = [];
   private pumping = false;
+  /** Readers waiting for the hub to reach a revision (consistent reads from the cache). */
+  private readonly waiters = new Set<() => void>();
 
   constructor(
     private readonly fanout: WatchFanoutClient,
@@ -159,8 +164,35 @@ export class WatchHub {
     if (this.watchers.delete(w) && !w.internal) this.clientWatchers--;
   }
 
-  /** History from watch-fanout: events after `after` up to `until` under `prefix`. */
-  async catchUp(after: number, until: number, prefix: string): Promise<{ events: watch.ChangeEvent[]; upTo: number }> {
+  /** History from watch-fanout: changes after `after` up to `until` under `prefix`. */
+  async catchUp(after: number, until: number, prefix: string): Promise<{ events: Change[]; upTo: number }> {
+    const { events, upTo } = await this.fetchHistory(after, until, prefix);
+    return { events: events.map(decodeChange), upTo };
+  }
+
+  /**
+   * Resolves true once every change up to `revision` has been dispatched,
+   * false when that takes longer than `timeoutMs` (or the hub is not
+   * following the bus).
+   */
+  waitFor(revision: number, timeoutMs: number): Promise<boolean> {
+    if (this.ready && this.head >= revision) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (!this.ready || this.head < revision) return;
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        resolve(false);
+      }, timeoutMs);
+      this.waiters.add(check);
+    });
+  }
+
+  private async fetchHistory(after: number, until: number, prefix: string): Promise<{ events: watch.ChangeEvent[]; upTo: number }> {
     const events: watch.ChangeEvent[] = [];
     let upTo = after;
     for await (const e of this.fanout.catchUp(after, until, prefix, { timeoutMs: this.catchUpTimeoutMs })) {
@@ -177,6 +209,7 @@ export class WatchHub {
       while (this.pending.length > 0) {
         const e = this.pending.shift() as watch.ChangeEvent;
         await this.accept(e);
+        if (this.waiters.size > 0) for (const w of [...this.waiters]) w();
       }
     } finally {
       this.pumping = false;
@@ -193,7 +226,7 @@ export class WatchHub {
     }
     if (e.prevRevision !== this.head) {
       try {
-        const { events } = await this.catchUp(this.head, e.prevRevision, '');
+        const { events } = await this.fetchHistory(this.head, e.prevRevision, '');
         for (const missed of events) this.dispatch(missed);
         this.head = Math.max(this.head, e.prevRevision);
       } catch (err) {
@@ -214,7 +247,7 @@ export class WatchHub {
   /** A change too large for the bus, whole from watch-fanout's history; undefined when it cannot be had. */
   private async fetchLarge(e: watch.ChangeEvent): Promise<watch.ChangeEvent | undefined> {
     try {
-      const full = (await this.catchUp(e.prevRevision, e.revision, e.key)).events.find((x) => x.revision === e.revision);
+      const full = (await this.fetchHistory(e.prevRevision, e.revision, e.key)).events.find((x) => x.revision === e.revision);
       if (full && !full.truncated) return full;
       this.log.warn('a large change came back without its object', { revision: e.revision });
     } catch (err) {
@@ -238,7 +271,12 @@ export class WatchHub {
   }
 
   private dispatch(e: watch.ChangeEvent): void {
-    for (const w of this.watchers) if (e.key.startsWith(w.prefix)) w.deliver(e);
+    let change: Change | undefined;
+    for (const w of this.watchers) {
+      if (!e.key.startsWith(w.prefix)) continue;
+      change ??= decodeChange(e);
+      w.deliver(change);
+    }
   }
 
   private expireAll(reason: ApiError): void {
