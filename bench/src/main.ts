@@ -3,128 +3,30 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Etcd3 } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import { connect } from 'nats';
 import { benchRbac } from './rbac-decision';
 import { benchApply } from './apply';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';
+import { Client, cpuMs, cpuPerOp, directEtcd, fmt, rssBytes, runConcurrent, stats } from './harness';
+import { benchLists, formatLists, type ListFigures } from './lists';
+import { benchWatchers, formatWatchers, type WatchersFigures } from './watchers';
 
 /**
  * `make bench`: our figures next to the raw limits measured in the same run.
  * Creates through the gateway vs. the same guarded creates straight into
  * etcd; get/list latency; create-to-watch-event latency vs. raw NATS
- * publish-to-receive; server-side apply of a 200-field object.
+ * publish-to-receive; 1,000 watchers of one namespace under creates vs.
+ * bare Node HTTPS and raw NATS fan-out (watchers.ts); unpaged lists vs. the etcd range read
+ * (lists.ts); server-side apply of a 200-field object.
+ * `BENCH_ONLY=<name>` runs one scenario of SCENARIOS alone, in a fresh
+ * environment, and writes `bench/results/<name>.json`.
  * Every loop is bounded in count; all traffic stays on 127.0.0.1.
  */
 const CREATES_PER_LEVEL = Number(process.env['BENCH_CREATES'] ?? '1000');
 const CONCURRENCY = [1, 16, 64];
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-function stats(samples: number[]): { p50: number; p99: number } {
-  const s = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(s, 50), p99: percentile(s, 99) };
-}
-
-class Client {
-  private readonly agent: https.Agent;
-  /** With a token: a bearer token and no client certificate; otherwise the admin's certificate. */
-  constructor(
-    env: Environment,
-    private readonly url = env.url,
-    private readonly token?: string,
-  ) {
-    this.agent = new https.Agent({
-      keepAlive: true,
-      maxSockets: 128,
-      ca: fs.readFileSync(env.pki.caCert),
-      ...(token === undefined ? { cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) } : {}),
-    });
-  }
-  /** `token` overrides the client's own for this request. */
-  request(method: string, p: string, body?: unknown, token = this.token): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) };
-      const req = https.request(`${this.url}${p}`, { method, agent: this.agent, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-      });
-      req.on('error', reject);
-      if (body !== undefined) req.write(JSON.stringify(body));
-      req.end();
-    });
-  }
-  watch(p: string, onLine: (line: string) => void): () => void {
-    const req = https.request(`${this.url}${p}`, { agent: this.agent }, (res) => {
-      let buf = '';
-      res.on('data', (c: Buffer) => {
-        buf += c.toString();
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          onLine(buf.slice(0, nl));
-          buf = buf.slice(nl + 1);
-        }
-      });
-    });
-    req.end();
-    return () => req.destroy();
-  }
-  close(): void {
-    this.agent.destroy();
-  }
-}
-
-async function runConcurrent(total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) await op(next++);
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return total / seconds;
-}
-
-/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
-function cpuMs(pid: number): number | undefined {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? ticks * 10 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every process of the system by name, with etcd and NATS. */
-function systemProcesses(env: Environment): Array<{ name: string; pid: number }> {
-  return [...env.processes, env.etcd.process, env.nats.process].map((p) => ({ name: p.name.replace(/-\d+$/, ''), pid: p.pid }));
-}
-
-/** Runs `fn` and reports the CPU each process (and this one, the load generator) spent per operation. */
-async function cpuPerOp(env: Environment, ops: number, fn: () => Promise<void>): Promise<Record<string, number>> {
-  const procs = systemProcesses(env);
-  const before = procs.map((p) => cpuMs(p.pid));
-  const self = process.cpuUsage();
-  await fn();
-  const selfUsed = process.cpuUsage(self);
-  const out: Record<string, number> = {};
-  procs.forEach((p, i) => {
-    const a = before[i];
-    const b = cpuMs(p.pid);
-    if (a !== undefined && b !== undefined) out[p.name] = (out[p.name] ?? 0) + (b - a) / ops;
-  });
-  out['load generator'] = (selfUsed.user + selfUsed.system) / 1000 / ops;
-  for (const k of Object.keys(out)) out[k] = Math.round((out[k] as number) * 100) / 100;
-  return out;
-}
 
 /**
  * CPU per request of a bare express-on-HTTPS server (https-floor.ts) under
@@ -154,70 +56,6 @@ async function httpsFloor(env: Environment, total: number, concurrency: number):
   } finally {
     child.kill();
   }
-}
-
-/** Resident memory of a process, bytes (0 where /proc is not there). */
-function rssBytes(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-  } catch {
-    return 0;
-  }
-}
-
-/** Runs `op` while sampling the resident memory of the named processes every 20 ms; returns the peaks. */
-async function peakRss(env: Environment, names: string[], op: () => Promise<void>): Promise<Record<string, number>> {
-  const procs = env.processes.filter((p) => names.includes(p.name));
-  const peaks: Record<string, number> = Object.fromEntries(procs.map((p) => [p.name, rssBytes(p.pid)]));
-  const timer = setInterval(() => {
-    for (const p of procs) peaks[p.name] = Math.max(peaks[p.name] ?? 0, rssBytes(p.pid));
-  }, 20);
-  try {
-    await op();
-  } finally {
-    clearInterval(timer);
-  }
-  return Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v / 1048576)]));
-}
-
-/**
- * Unpaged lists of 10,000 ConfigMaps of 1 KiB and of 50,000 of 200 B: the
- * objects are written straight into etcd (the list is what is measured),
- * then listed through the gateway, next to the same range read straight
- * from etcd; with the peak resident memory of gateway and storage.
- */
-async function bigLists(env: Environment, client: Client, etcd: Etcd3): Promise<unknown[]> {
-  const out: unknown[] = [];
-  for (const [count, bytes] of [[10_000, 1024], [50_000, 200]] as const) {
-    const ns = `bench-big-${count}`;
-    await client.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    const value = 'v'.repeat(bytes);
-    await runConcurrent(count, 64, async (i) => {
-      const name = `cm-${i}`;
-      const obj = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, uid: `u-${i}`, creationTimestamp: new Date().toISOString() }, data: { value } };
-      await etcd.put(`/registry/configmaps/${ns}/${name}`).value(JSON.stringify(obj));
-    });
-    const gatewayMs: number[] = [];
-    let bodyBytes = 0;
-    const peaks = await peakRss(env, ['gateway', 'storage'], async () => {
-      for (let i = 0; i < 3; i++) {
-        const t = process.hrtime.bigint();
-        const res = await client.request('GET', `/api/v1/namespaces/${ns}/configmaps`);
-        gatewayMs.push(Number(process.hrtime.bigint() - t) / 1e6);
-        if (res.status !== 200) throw new Error(`list of ${count} answered ${res.status}: ${res.body.slice(0, 200)}`);
-        bodyBytes = res.body.length;
-      }
-    });
-    const directMs: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const t = process.hrtime.bigint();
-      const all = await etcd.getAll().prefix(`/registry/configmaps/${ns}/`).strings();
-      if (Object.keys(all).length !== count) throw new Error('direct read missed objects');
-      directMs.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-    out.push({ objects: count, objectBytes: bytes, responseMiB: Math.round((bodyBytes / 1048576) * 10) / 10, gatewayMs: stats(gatewayMs), etcdDirectMs: stats(directMs), peakRssMiB: peaks });
-  }
-  return out;
 }
 
 /**
@@ -400,17 +238,6 @@ async function createFigures(env: Environment, client: Client, etcd: Etcd3): Pro
   return results as CreateFigures;
 }
 
-/** etcd straight, as the raw floor: through the same TLS with a client certificate as storage. */
-function directEtcd(env: Environment): Etcd3 {
-  const storageIdentity = env.internalPki.identities.storage;
-  return new Etcd3({
-    hosts: env.etcd.endpoint,
-    credentials: { rootCertificate: fs.readFileSync(env.internalPki.caCert), certChain: fs.readFileSync(storageIdentity.cert), privateKey: fs.readFileSync(storageIdentity.key) },
-    // Big enough for the unpaged range reads of the list figures (the client's default is 4 MiB).
-    grpcOptions: { 'grpc.max_receive_message_length': 512 * 1024 * 1024 },
-  });
-}
-
 function formatThroughput(figures: CreateFigures): string[] {
   const lines = ['create throughput (ops/s)', '  concurrency  gateway   etcd direct  ratio'];
   for (const t of figures.createThroughput) lines.push(`  ${String(t.concurrency).padEnd(11)}  ${String(t.gateway).padEnd(8)}  ${String(t.etcd).padEnd(11)}  ${t.ratio}`);
@@ -428,16 +255,54 @@ function formatCpuPerCreate(figures: CreateFigures): string[] {
   return lines;
 }
 
-/** `BENCH_ONLY=creates make bench`: only the create throughput and the CPU per create, in a fresh environment. */
-async function createsOnly(): Promise<void> {
+interface Scenario {
+  /** Its figures (written to `bench/results/<name>.json`) and their lines in the output. */
+  run(env: Environment, client: Client, etcd: Etcd3): Promise<{ figures: unknown; lines: string[] }>;
+}
+
+/** What `BENCH_ONLY=<name> make bench` runs alone, each in a fresh environment. */
+const SCENARIOS: Record<string, Scenario> = {
+  /** The create throughput and the CPU per create. */
+  creates: {
+    run: async (env, client, etcd) => {
+      const figures = await createFigures(env, client, etcd);
+      return { figures, lines: [...formatThroughput(figures), ...formatCpuPerCreate(figures)] };
+    },
+  },
+  /** The custom resource definition figures. */
+  crds: {
+    run: async (env, client) => {
+      const figures = await benchCustomResources(env, client);
+      return { figures, lines: formatCustomResourceBench(figures) };
+    },
+  },
+  /** 1,000 watchers of one namespace under ~100 creates/s of 1 KiB, next to bare Node HTTPS and raw NATS fan-out. */
+  watchers: {
+    run: async (env, client) => {
+      const figures = await benchWatchers(env, client);
+      return { figures, lines: formatWatchers(figures) };
+    },
+  },
+  /** Unpaged lists (consistent and resourceVersion=0, gzip) next to the etcd range read. */
+  lists: {
+    run: async (env, client, etcd) => {
+      const figures = await benchLists(env, client, etcd);
+      return { figures, lines: formatLists(figures) };
+    },
+  },
+};
+
+async function runAlone(name: string, scenario: Scenario): Promise<void> {
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
   const client = new Client(env);
   const etcd = directEtcd(env);
   try {
-    const figures = await createFigures(env, client, etcd);
-    process.stdout.write([...formatThroughput(figures), ...formatCpuPerCreate(figures)].join('\n') + '\n');
+    const started = process.hrtime.bigint();
+    const { figures, lines } = await scenario.run(env, client, etcd);
+    const seconds = Math.round(Number(process.hrtime.bigint() - started) / 1e9);
+    process.stdout.write([...lines, `(${name}: ${seconds} s)`].join('\n') + '\n');
     fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
-    fs.writeFileSync(path.join(__dirname, '..', 'results', 'creates.json'), JSON.stringify(figures, null, 2));
+    fs.writeFileSync(path.join(__dirname, '..', 'results', `${name}.json`), JSON.stringify({ seconds, ...(figures as object) }, null, 2));
   } finally {
     client.close();
     etcd.close();
@@ -445,24 +310,13 @@ async function createsOnly(): Promise<void> {
   }
 }
 
-/** `BENCH_ONLY=crds make bench`: only the custom resource definition figures, in a fresh environment. */
-async function customResourcesOnly(): Promise<void> {
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
-  const client = new Client(env);
-  try {
-    const crds = await benchCustomResources(env, client);
-    process.stdout.write(formatCustomResourceBench(crds).join('\n') + '\n');
-    fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
-    fs.writeFileSync(path.join(__dirname, '..', 'results', 'crds.json'), JSON.stringify(crds, null, 2));
-  } finally {
-    client.close();
-    await env.stop(true);
-  }
-}
-
 async function main(): Promise<void> {
-  if (process.env['BENCH_ONLY'] === 'crds') return customResourcesOnly();
-  if (process.env['BENCH_ONLY'] === 'creates') return createsOnly();
+  const only = process.env['BENCH_ONLY'];
+  if (only) {
+    const scenario = SCENARIOS[only];
+    if (!scenario) throw new Error(`BENCH_ONLY=${only}: no such scenario (${Object.keys(SCENARIOS).join(', ')})`);
+    return runAlone(only, scenario);
+  }
   // RBAC, as make up runs; the service account of the token figures is bound to edit in default.
   const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
   const client = new Client(env);
@@ -530,7 +384,8 @@ async function main(): Promise<void> {
     results['natsPublishToReceiveMs'] = stats(natsSamples);
 
     results['watchers'] = await idleWatchers(env, client);
-    results['bigLists'] = await bigLists(env, client, etcd);
+    results['watchFanout'] = await benchWatchers(env, client);
+    Object.assign(results, await benchLists(env, client, etcd));
 
     results['validationRules'] = await benchValidationRules((method, p, body) => client.request(method, p, body));
     // Last: the definitions stay installed, so they would weigh on the figures after them.
@@ -544,7 +399,6 @@ async function main(): Promise<void> {
     await env.stop(true);
   }
 
-  const fmt = (n: unknown): string => (typeof n === 'number' ? (n < 10 ? n.toFixed(2) : n.toFixed(0)) : String(n));
   const lines = formatThroughput(results as unknown as CreateFigures);
   const p = (k: string): string => {
     const v = results[k] as { p50: number; p99: number };
@@ -562,11 +416,10 @@ async function main(): Promise<void> {
   lines.push(`apply, 200 fields, 3 mgrs   ${p('apply200FieldsMs')}`);
   const rbac = results['rbacDecision'] as { objects: number; p50Us: number; p99Us: number };
   lines.push(`RBAC decision, ${rbac.objects} roles and bindings loaded: p50 ${rbac.p50Us} us  p99 ${rbac.p99Us} us (inside authz, no gRPC)`);
-  for (const l of results['bigLists'] as Array<{ objects: number; objectBytes: number; responseMiB: number; gatewayMs: { p50: number }; etcdDirectMs: { p50: number }; peakRssMiB: Record<string, number> }>) {
-    lines.push(`unpaged list ${l.objects} x ${l.objectBytes} B (${l.responseMiB} MiB): gateway p50 ${fmt(l.gatewayMs.p50)} ms, etcd direct ${fmt(l.etcdDirectMs.p50)} ms; peak RSS gateway ${l.peakRssMiB['gateway']} MiB, storage ${l.peakRssMiB['storage']} MiB`);
-  }
+  lines.push(...formatLists(results as unknown as ListFigures));
   const w = results['watchers'] as { kiBPerWatch: number; gatewayRssMiB: { before: number; after: number }; createToEventMs: { alone: { p50: number; p99: number }; with1000IdleAndOneStalled: { p50: number; p99: number } } };
   lines.push(`1000 idle watches: gateway RSS ${w.gatewayRssMiB.before} -> ${w.gatewayRssMiB.after} MiB (${w.kiBPerWatch} KiB per watch); create -> event p99 ${fmt(w.createToEventMs.alone.p99)} ms alone, ${fmt(w.createToEventMs.with1000IdleAndOneStalled.p99)} ms beside them and a stalled watcher`);
+  lines.push(...formatWatchers(results['watchFanout'] as WatchersFigures));
   lines.push(...formatCustomResourceBench(results['customResources'] as CustomResourceBench));
   lines.push(...formatCpuPerCreate(results as unknown as CreateFigures));
   const floor = results['httpsFloor'] as { ratePerSecond: number; serverCpuMs: number } | undefined;
