@@ -1,5 +1,6 @@
 import { createRegistry, type Registry } from '@bufbuild/protobuf';
 import { file_svc_api_json } from './gen/svc/api/json_pb';
+import { file_svc_api_apidiscovery_v2_generated } from './gen/svc/api/apidiscovery/v2/generated_pb';
 import { file_svc_api_authentication_v1_generated } from './gen/svc/api/authentication/v1/generated_pb';
 import { file_svc_api_authentication_v1beta1_generated } from './gen/svc/api/authentication/v1beta1/generated_pb';
 import { file_svc_api_authorization_v1_generated } from './gen/svc/api/authorization/v1/generated_pb';
@@ -20,4 +21,5 @@ export const API_REGISTRY: Registry = createRegistry(
   file_svc_api_authentication_v1beta1_generated,
   file_svc_api_rbac_v1_generated,
   file_svc_api_authorization_v1_generated,
+  file_svc_api_apidiscovery_v2_generated,
 );

@@ -1,6 +1,6 @@
 import { ResourceRegistry } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
-import { OpenApiDocuments } from '@svc/openapi';
+import { AggregatedDiscovery, OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { natsTlsFromFlags } from '@svc/watch-fanout/client';
@@ -11,6 +11,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
   const registry = new ResourceRegistry();
   registerBuiltins(registry);
   const openapi = new OpenApiDocuments(registry);
+  const discovery = new AggregatedDiscovery(registry);
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
     internalTls: internalTlsFromFlags(flags),
@@ -31,6 +32,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       openApiV2Protobuf: () => openapi.v2Protobuf(),
       openApiV3Index: () => openapi.v3Discovery(),
       openApiV3GroupVersion: (_registry, group, version) => openapi.v3(group, version)?.document,
+      aggregatedDiscovery: (_registry, scope) => discovery.document(scope),
     },
     limits: {
       maxBodyBytes: flags.getInt('max-request-bytes'),

@@ -78,6 +78,49 @@ export function negotiateOutput(accept: string | undefined, opts: OutputOptions)
   throw ApiError.notAcceptable(`only the following media types are accepted: ${offered.join(', ')}`);
 }
 
+/** Aggregated discovery's group by our name and by the upstream one unchanged clients ask with; the versions served. */
+export const DISCOVERY_GROUPS = ['apidiscovery.svc.io', 'apidiscovery.k8s.io'];
+export const DISCOVERY_VERSIONS = ['v2', 'v2beta1'];
+export const DISCOVERY_LIST_KIND = 'APIGroupDiscoveryList';
+
+/** An aggregated discovery list as asked for: its encoding, and the group and version it is named by. */
+export interface DiscoveryFormat {
+  output: Exclude<OutputFormat, { kind: 'table' }>;
+  group: string;
+  version: string;
+}
+
+/**
+ * Whether `/api` or `/apis` is asked for as an aggregated discovery list
+ * (`application/json;g=apidiscovery.svc.io;v=v2;as=APIGroupDiscoveryList`),
+ * and in which form. The Accept ranges are read by preference, then in the
+ * order listed, and the first this endpoint can answer decides, as upstream
+ * negotiates: a range naming the list asks for it; a range asking for
+ * another conversion (`as=Table`, another group or version) is passed over;
+ * a plain range of a served type asks for the legacy document (undefined).
+ * Nothing is refused: with no range that fits, the legacy document.
+ */
+export function negotiateDiscovery(accept: string | undefined, opts: { protobuf: boolean }): DiscoveryFormat | undefined {
+  for (const r of parseMediaRanges(accept)) {
+    if (Number(r.params['q'] ?? '1') === 0) continue;
+    const output = discoveryOutput(r.type, opts.protobuf);
+    if (!output) continue;
+    const { as, g: group, v: version } = r.params;
+    if (as === undefined && group === undefined && version === undefined) return undefined;
+    if (as === DISCOVERY_LIST_KIND && group !== undefined && DISCOVERY_GROUPS.includes(group) && version !== undefined && DISCOVERY_VERSIONS.includes(version)) {
+      return { output, group, version };
+    }
+  }
+  return undefined;
+}
+
+function discoveryOutput(type: string, protobuf: boolean): DiscoveryFormat['output'] | undefined {
+  if (type === JSON_TYPE || type === 'application/*' || type === '*/*') return { kind: 'json', mediaType: JSON_TYPE };
+  if (type === YAML_TYPE) return { kind: 'yaml', mediaType: YAML_TYPE };
+  if (protobuf && PROTOBUF_TYPES.includes(type)) return { kind: 'protobuf', mediaType: type };
+  return undefined;
+}
+
 /** The bare media type of a Content-Type header, lower-cased. */
 export function mediaTypeOf(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';

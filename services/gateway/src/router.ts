@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import type { GatewayDeps } from './backends';
+import { serveAggregatedDiscovery } from './aggregated-discovery';
 import { addWarning, requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
@@ -97,6 +98,7 @@ async function routeNonResource(req: Request, res: Response, deps: GatewayDeps, 
   if (req.method !== 'GET' && req.method !== 'HEAD') throw ApiError.methodNotAllowed(`${req.method} is not allowed on ${path}`);
   const reg = deps.registry;
   if (first === 'version' && parts.length === 1) return writeBody(req, res, 200, SERVER_VERSION, JSON_OUT);
+  if ((first === 'api' || first === 'apis') && parts.length === 1 && serveAggregatedDiscovery(req, res, deps, first === 'api' ? 'core' : 'named')) return;
   if (first === 'api') {
     if (parts.length === 1) return writeBody(req, res, 200, apiVersions(`${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? 0}`), JSON_OUT);
     if (parts.length === 2 && second === 'v1') return writeBody(req, res, 200, apiResourceList(reg, '', 'v1'), JSON_OUT);
