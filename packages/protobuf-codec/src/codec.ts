@@ -1,13 +1,14 @@
 import { create, fromBinary, toBinary, type DescMessage, type Registry } from '@bufbuild/protobuf';
 import { reflect } from '@bufbuild/protobuf/reflect';
-import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
-import { ConversionError, jsonToMessage, messageToJson } from './convert';
+import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ConversionError, messageToJson } from './convert';
 import { API_REGISTRY } from './descriptors';
+import { PROTOBUF_PREFIX } from './envelope';
 import { WatchEventSchema } from './gen/svc/api/meta/v1/generated_pb';
 import { UnknownSchema } from './gen/svc/api/runtime/generated_pb';
+import { encodeListChunks, encodeObjectMessage } from './list-stream';
 
-/** The four bytes before every protobuf envelope ("k8s" and a zero byte, SPEC section 2). */
-export const PROTOBUF_PREFIX = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+export { PROTOBUF_PREFIX };
 
 /** Proto package of each API group/version whose kinds have a protobuf form. */
 const PACKAGES: Record<string, string> = {
@@ -102,16 +103,18 @@ export class ProtobufObjectCodec {
   encode(obj: ApiObject): Uint8Array {
     const apiVersion = obj.apiVersion ?? '';
     const kind = obj.kind ?? '';
-    const desc = this.messageFor(apiVersion, kind);
-    if (!desc || !isJsonObject(obj)) throw ApiError.notAcceptable(`${kind || 'the object'} (${apiVersion}) has no protobuf form`);
-    let raw: Uint8Array;
-    try {
-      raw = toBinary(desc, jsonToMessage(desc, obj, '').message);
-    } catch (err) {
-      if (err instanceof ConversionError) throw ApiError.notAcceptable(`the ${kind} cannot be represented in protobuf: ${err.message}`);
-      throw err;
-    }
+    const raw = encodeObjectMessage(this, obj);
     const envelope = toBinary(UnknownSchema, create(UnknownSchema, { typeMeta: { apiVersion, kind }, raw }));
     return Buffer.concat([PROTOBUF_PREFIX, envelope]);
+  }
+
+  /** An object's own message, without prefix or envelope: an item of a list written item by item. */
+  encodeObjectMessage(obj: ApiObject): Uint8Array {
+    return encodeObjectMessage(this, obj);
+  }
+
+  /** A list (without its items) and its items' own messages as the chunks of the list's encoding (see list-stream.ts). */
+  encodeListChunks(list: ApiObject, items: readonly Uint8Array[]): Uint8Array[] {
+    return encodeListChunks(this, list, items);
   }
 }

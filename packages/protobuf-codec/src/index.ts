@@ -6,3 +6,4 @@
 export { ProtobufObjectCodec, PROTOBUF_PREFIX } from './codec';
 export { ConversionError, jsonToMessage, messageToJson } from './convert';
 export { API_REGISTRY } from './descriptors';
+export { encodeListChunks, encodeObjectMessage } from './list-stream';

@@ -26,6 +26,10 @@ export interface ProtobufCodec {
   supports(apiVersion: string, kind: string): boolean;
   /** One frame of a protobuf watch stream: a 4-byte length, then the event. */
   encodeWatchEvent(type: string, object: ApiObject): Uint8Array;
+  /** An object's own message (no prefix or envelope): an item of a list written item by item. */
+  encodeObjectMessage(obj: ApiObject): Uint8Array;
+  /** A list (without its items) and its items' own messages as the chunks of the list's encoding, in order. */
+  encodeListChunks(list: ApiObject, items: readonly Uint8Array[]): Uint8Array[];
 }
 
 interface MediaRange {

@@ -104,29 +104,22 @@ export function writeStored(req: Request, res: Response, code: number, stored: S
   res.end(raw);
 }
 
-/** Bytes gathered before one write of a streamed list. */
-const LIST_WRITE_BYTES = 64 * 1024;
+/** Bytes gathered before one write of a streamed response. */
+const STREAM_WRITE_BYTES = 64 * 1024;
 
 /**
- * A JSON list written item by item: the envelope (`body` without its
- * `field`), then each item's bytes as they come, then the end. Items are
- * gathered into writes of about 64 KiB, and when the client reads slower
- * than we write, the next write waits for the socket to drain, so a list
- * of any length holds a bounded number of bytes in the gateway (the
+ * A 200 response written as its chunks come, gathered into writes of about
+ * 64 KiB; when the client reads slower than we write, the next write waits
+ * for the socket to drain, so a response of any length holds a bounded
+ * number of bytes in the gateway beyond what its chunks reference (the
  * original server's streaming list encoder). A client that goes away ends
  * the writing.
  */
-export async function writeJsonList(req: Request, res: Response, format: OutputFormat, body: object, field: string, items: Iterable<Buffer>): Promise<void> {
-  const envelope: Record<string, unknown> = { ...body };
-  delete envelope[field];
-  const head = JSON.stringify(envelope);
-  // The envelope with the list's field last, up to its opening bracket.
-  const open = Buffer.from(`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}${JSON.stringify(field)}:[`);
+export async function writeChunks(req: Request, res: Response, mediaType: string, chunks: Iterable<Uint8Array>): Promise<void> {
   setWarnings(req, res);
-  res.status(200).setHeader('Content-Type', format.mediaType);
-  let batch: Buffer[] = [open];
-  let bytes = open.length;
-  let first = true;
+  res.status(200).setHeader('Content-Type', mediaType);
+  let batch: Uint8Array[] = [];
+  let bytes = 0;
   const flush = async (): Promise<boolean> => {
     const chunk = Buffer.concat(batch, bytes);
     batch = [];
@@ -145,18 +138,35 @@ export async function writeJsonList(req: Request, res: Response, format: OutputF
       res.once('close', onClose);
     });
   };
-  for (const item of items) {
-    if (!first) {
-      batch.push(COMMA);
-      bytes += 1;
-    }
-    first = false;
-    batch.push(item);
-    bytes += item.length;
-    if (bytes >= LIST_WRITE_BYTES && !(await flush())) return;
+  for (const chunk of chunks) {
+    batch.push(chunk);
+    bytes += chunk.length;
+    if (bytes >= STREAM_WRITE_BYTES && !(await flush())) return;
   }
-  batch.push(LIST_END);
-  res.end(Buffer.concat(batch, bytes + LIST_END.length));
+  res.end(Buffer.concat(batch, bytes));
+}
+
+/**
+ * A JSON list written item by item (see writeChunks): the envelope (`body`
+ * without its `field`), then each item's bytes as they come, then the end.
+ */
+export function writeJsonList(req: Request, res: Response, format: OutputFormat, body: object, field: string, items: Iterable<Buffer>): Promise<void> {
+  return writeChunks(req, res, format.mediaType, jsonListChunks(body, field, items));
+}
+
+function* jsonListChunks(body: object, field: string, items: Iterable<Buffer>): Generator<Buffer> {
+  const envelope: Record<string, unknown> = { ...body };
+  delete envelope[field];
+  const head = JSON.stringify(envelope);
+  // The envelope with the list's field last, up to its opening bracket.
+  yield Buffer.from(`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}${JSON.stringify(field)}:[`);
+  let first = true;
+  for (const item of items) {
+    if (!first) yield COMMA;
+    first = false;
+    yield item;
+  }
+  yield LIST_END;
 }
 
 const COMMA = Buffer.from(',');

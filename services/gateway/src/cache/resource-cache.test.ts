@@ -170,6 +170,10 @@ describe('the watch cache of a resource', () => {
     await settle();
     expect(cache.state).toBe('ready');
     expect(names(cache.page(PREFIX, cache.revision, '', 0, everything.labels, everything.fields)?.objects ?? [])).toEqual(['a/2@9']);
+    // It follows the stream again after the reset.
+    bus.change('ADDED', cm('a', '3', 10));
+    await settle();
+    expect(names(cache.page(PREFIX, cache.revision, '', 0, everything.labels, everything.fields)?.objects ?? [])).toEqual(['a/2@9', 'a/3@10']);
   });
 });
 

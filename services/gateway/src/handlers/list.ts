@@ -1,13 +1,14 @@
 import type { Request, Response } from 'express';
-import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector } from '@svc/apimachinery';
+import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
 import type { ListRequestOptions } from '@svc/storage/client';
 import type { ListPage } from '@svc/storage/client';
 import { parsedRequestInfoFrom } from '../context';
 import { sharedObjectsOf } from '../registry/storage-interface';
-import { presentAs, pretty, writeBody, writeJsonList } from '../responses';
+import type { ProtobufCodec } from '../negotiation';
+import { presentAs, pretty, writeBody, writeChunks, writeJsonList } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { listObjects } from '../registry/store';
-import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
+import { int64Query, outputFormat, protobufFor, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
 /**
  * The resourceVersion table of SPEC section 4 for lists: which state to read
@@ -85,6 +86,11 @@ export async function handleList(req: Request, res: Response, r: ResourceRequest
     return;
   }
   const list = { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata, items: [] as unknown[] };
+  const codec = protobufFor(r);
+  if (format.kind === 'protobuf' && codec) {
+    await writeChunks(req, res, format.mediaType, codec.encodeListChunks(presentAs(req, list) as ApiObject, protobufItems(req, page, codec)));
+    return;
+  }
   if (format.kind !== 'json' || pretty(req)) {
     list.items = page.items;
     writeBody(req, res, 200, list, format, r.deps.protobuf);
@@ -94,6 +100,19 @@ export async function handleList(req: Request, res: Response, r: ResourceRequest
 }
 
 const ROW_BATCH = 500;
+
+/**
+ * Each item's own protobuf message: a cached object's is made once and
+ * kept with it (every protobuf list of it shares those bytes, as a watch
+ * event's encoding is shared), an object from storage is encoded here.
+ */
+function protobufItems(req: Request, page: ListPage, codec: ProtobufCodec): Uint8Array[] {
+  const shared = sharedObjectsOf(page);
+  if (shared && !parsedRequestInfoFrom(req)?.requestedGroup) return shared.map((o) => o.encoded(PROTOBUF_ITEM, () => Buffer.from(codec.encodeObjectMessage(o.object))));
+  return page.items.map((item) => codec.encodeObjectMessage(presentAs(req, item) as ApiObject));
+}
+
+const PROTOBUF_ITEM = 'protobuf-item';
 
 /** Each item's JSON: the stored bytes when the page has them and the client sees them as stored, else encoded one at a time. */
 function* encodedItems(req: Request, page: ListPage): Generator<Buffer> {
