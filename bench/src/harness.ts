@@ -86,6 +86,8 @@ export class Client {
         }
       });
     });
+    // A watch the server ends or resets just stops delivering lines; its caller counts what arrived.
+    req.on('error', () => undefined);
     req.end();
     return () => req.destroy();
   }
