@@ -8,6 +8,9 @@ import { connect } from 'nats';
 import { benchRbac } from './rbac-decision';
 import { benchApply } from './apply';
 import { startEnvironment, type Environment } from '@svc/testenv';
+
+/** Extra node flags for every service of the system (`BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` profiles them). */
+const NODE_ARGS = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';
 import { Client, cpuMs, cpuPerOp, directEtcd, fmt, rssBytes, runConcurrent, stats } from './harness';
@@ -295,7 +298,7 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 async function runAlone(name: string, scenario: Scenario): Promise<void> {
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC', nodeArgs: NODE_ARGS });
   const client = new Client(env);
   const etcd = directEtcd(env);
   try {
@@ -320,7 +323,7 @@ async function main(): Promise<void> {
     return runAlone(only, scenario);
   }
   // RBAC, as make up runs; the service account of the token figures is bound to edit in default.
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC' });
+  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC', nodeArgs: NODE_ARGS });
   const client = new Client(env);
   const etcd = directEtcd(env);
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };

@@ -1,4 +1,5 @@
 import type { GatewayDeps } from './backends';
+import { withCompression } from './compression';
 import type { Handler } from './filters/chain';
 import { withAuthentication } from './filters/authentication';
 import { cachedAuthorizer, withAuthorization } from './filters/authorization';
@@ -13,7 +14,8 @@ import { buildRouter } from './router';
  * The filter chain, assembled in one place. Read bottom-up for the order a
  * request passes through: panic recovery (request id, logging, every error a
  * Status) → request info (a path that does not parse is refused here, 400
- * or 404) → [public paths skip to the router] → authentication (401) →
+ * or 404) → response compression (gzip past 128 KiB, never a watch) →
+ * [public paths skip to the router] → authentication (401) →
  * impersonation (the requester must be allowed to impersonate; 403) →
  * authorization of the resulting identity (403) → router → verb handler.
  */
@@ -28,6 +30,8 @@ export function buildHandlerChain(deps: GatewayDeps): Handler {
   handler = withAuthentication(handler, deps);
   // Public paths skip authentication, so there is nobody whose impersonation could be allowed.
   handler = withPublicPaths(handler, refuseImpersonation(router), deps.alwaysAllowPaths);
+  // Knows the verb (a watch is never compressed); wraps every answer below it, Statuses included.
+  handler = withCompression(handler);
   handler = withRequestInfoFilter(handler);
   handler = withPanicRecovery(handler, deps.log, deps.limits.maxBodyBytes);
   return handler;

@@ -30,4 +30,13 @@ describe('request heads node lets through and the original refuses', () => {
     expect(err?.code).toBe(431);
     expect(err?.message).toMatch(/more than 2000 header fields/);
   });
+
+  it('has no Host rule for HTTP/2, and does not count its pseudo-headers as fields', () => {
+    const pseudo = [':method', ':path', ':scheme', ':authority'];
+    expect(requestHeadRefusal(head('2.0', ...pseudo, 'accept'))).toBeUndefined();
+    expect(requestHeadRefusal(head('2.0', ...pseudo, 'host', 'host'))).toBeUndefined();
+    const fields = (n: number) => head('2.0', ...pseudo, ...Array.from({ length: n }, (_, i) => `x-h${i}`));
+    expect(requestHeadRefusal(fields(MAX_HEADER_FIELDS))).toBeUndefined();
+    expect(requestHeadRefusal(fields(MAX_HEADER_FIELDS + 1))?.code).toBe(431);
+  });
 });

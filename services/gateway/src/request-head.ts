@@ -15,6 +15,10 @@ import { ApiError } from '@svc/apimachinery';
  *
  * Each refusal closes the connection after its Status: what follows the head
  * on it cannot be trusted to start a new request.
+ *
+ * HTTP/2 has no Host rule: a request names its host in the `:authority`
+ * pseudo-header (Go's HTTP/2 server requires neither, nor counts Host
+ * fields), and pseudo-headers are not header fields for the count.
  */
 export const MAX_HEADER_FIELDS = 2000;
 
@@ -25,10 +29,13 @@ export interface RequestHead {
 }
 
 export function requestHeadRefusal(head: RequestHead): ApiError | undefined {
-  const fields = head.rawHeaders.length / 2;
+  const http2 = head.httpVersion.startsWith('2');
+  let fields = head.rawHeaders.length / 2;
+  if (http2) for (let i = 0; i < head.rawHeaders.length; i += 2) if ((head.rawHeaders[i] as string).startsWith(':')) fields--;
   if (fields > MAX_HEADER_FIELDS) {
     return new ApiError(431, 'BadRequest', `the request has more than ${MAX_HEADER_FIELDS} header fields: Request Header Fields Too Large`);
   }
+  if (http2) return undefined;
   let hosts = 0;
   for (let i = 0; i < head.rawHeaders.length; i += 2) {
     if ((head.rawHeaders[i] as string).toLowerCase() === 'host') hosts++;

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { ApiError, type UserInfo } from '@svc/apimachinery';
 import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
+import { connectionSocketOf } from '../express-http2';
 import { requestIdFrom, requestInfoFrom, withUser } from '../context';
 import type { Handler } from './chain';
 
@@ -90,7 +91,8 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
       if (!isCredentialHeader(name, deps.proxyHeaders) || values === undefined) continue;
       headers[name] = values;
     }
-    const chain = presentedChain(req.socket as TLSSocket);
+    // The connection's socket (for HTTP/2 the session's, so the chain is read once per connection there too).
+    const chain = presentedChain(connectionSocketOf(req) as TLSSocket);
     const key = cache.enabled ? cacheKey(chain, headers) : undefined;
     let user = key === undefined ? undefined : cache.get(key);
     if (!user) {

@@ -51,7 +51,14 @@ export function withPanicRecovery(handler: Handler, log: Logger, maxBodyBytes = 
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // A path refused by the request-info filter is logged through the Status it got, not as sent.
-      logFrom(req).debug('request', { method: req.method, path: parsedRequestInfoFrom(req)?.path ?? '(refused)', status: res.statusCode, ms: Math.round(ms * 10) / 10 });
+      logFrom(req).debug('request', {
+        method: req.method,
+        path: parsedRequestInfoFrom(req)?.path ?? '(refused)',
+        status: res.statusCode,
+        ms: Math.round(ms * 10) / 10,
+        // HTTP/1.1 or HTTP/2.0, as negotiated on the connection.
+        protocol: `HTTP/${req.httpVersion}`,
+      });
     });
     try {
       await handler(req, res);

@@ -66,10 +66,21 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
    */
   const asStored = format.kind === 'json' && !pretty(req) && !parsedRequestInfoFrom(req)?.requestedGroup;
   const representation = `${format.kind}|${format.mediaType}|${include}|${pretty(req)}|${parsedRequestInfoFrom(req)?.requestedGroup ?? ''}`;
+  /**
+   * On HTTP/1.1 each event is one chunk of the chunked body, and a shared
+   * change keeps its event already framed as that chunk (size line, bytes,
+   * CRLF): it goes to each watcher's socket as one write of the same
+   * buffer, beside the HTTP layer (which would frame and copy it for every
+   * watcher). The response itself still ends through the HTTP layer, which
+   * writes the last chunk. HTTP/2 frames its own streams.
+   */
+  const socket = req.httpVersion === '1.1' ? res.socket : null;
+  const keys = eventKeys(socket ? `chunk|${representation}` : representation);
   const encodePayload = (type: WatchEventType, payload: WatchPayload): Buffer => {
     const { shared, change } = payload;
-    const make = asStored && shared ? () => jsonEventLine(type, shared.json) : () => encode(type, payload.object);
-    return change ? change.encoded(`${type}|${representation}`, make) : make();
+    const line = asStored && shared ? () => jsonEventLine(type, shared.json) : () => encode(type, payload.object);
+    const make = socket ? () => chunkOf(line()) : line;
+    return change ? change.encoded(keys[type], make) : make();
   };
 
   const watch = watchObjects(
@@ -78,6 +89,11 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     {
       send: (type, payload) => {
         writeHead();
+        if (socket) {
+          if (socket.destroyed) return 0;
+          socket.write(encodePayload(type, payload));
+          return socket.writableLength;
+        }
         res.write(encodePayload(type, payload));
         return res.writableLength;
       },
@@ -107,4 +123,17 @@ export function jsonEventLine(type: WatchEventType, json: Buffer): Buffer {
     EVENT_PREFIXES.set(type, prefix);
   }
   return Buffer.concat([prefix, json, LINE_END]);
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** One chunk of a chunked HTTP/1.1 body. */
+function chunkOf(data: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`, 'latin1'), data, CRLF]);
+}
+
+/** The keys under which a watch's events are shared, made once per watch (a lookup then hashes no new string). */
+function eventKeys(representation: string): Record<WatchEventType, string> {
+  const types: WatchEventType[] = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR'];
+  return Object.fromEntries(types.map((t) => [t, `${t}|${representation}`])) as Record<WatchEventType, string>;
 }
