@@ -260,8 +260,9 @@ export class WatchHub {
   private expireMatching(key: string, reason: ApiError): void {
     for (const w of [...this.watchers]) {
       if (!key.startsWith(w.prefix)) continue;
-      w.expire(reason);
+      // Removed before it is told: a watcher that registers again from `expire` (the watch cache) stays registered.
       this.remove(w);
+      w.expire(reason);
     }
   }
 
@@ -280,7 +281,9 @@ export class WatchHub {
   }
 
   private expireAll(reason: ApiError): void {
-    for (const w of [...this.watchers]) w.expire(reason);
+    const expired = [...this.watchers];
+    // Cleared before they are told: a watcher that registers again from `expire` (the watch cache, the definitions' watch) stays registered.
     this.clearWatchers();
+    for (const w of expired) w.expire(reason);
   }
 }
