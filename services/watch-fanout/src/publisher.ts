@@ -136,7 +136,9 @@ export class Publisher {
   private async lead(): Promise<void> {
     const { etcd, log } = this.opts;
     this.leading = true;
-    this.term++;
+    const term = ++this.term;
+    // Only this term's watcher fills the backlog: one of an earlier term may have delivered changes while it was being cancelled.
+    this.backlog = [];
     // A deleted stream comes back empty: the history then restarts (below), and gateways end their watches.
     await this.opts.ensureStream?.();
     const onBus = await this.busPosition();
@@ -153,20 +155,32 @@ export class Publisher {
     }
     log.info('publishing from', { revision: this.position.revision + 1, sequence: this.position.sequence });
     const watcher = await etcd.watch().prefix(REGISTRY_PREFIX).withPreviousKV().startRevision(String(this.position.revision + 1)).create();
-    if (!this.leading) {
+    const current = (): boolean => this.leading && term === this.term;
+    if (!current()) {
       await watcher.cancel();
       return;
     }
     this.watcher = watcher;
     this.compactor.start();
     watcher.on('data', (res) => {
+      // A watcher of an earlier term, delivering what etcd had sent before its cancellation: published now, its
+      // changes would come ahead of this term's replay from the bus's end, and the replay's up to them would be skipped.
+      if (!current()) return;
       const compacted = Number(res.compact_revision ?? 0);
       if (compacted > 0) this.backlog.push({ kind: 'compacted', revision: compacted });
       else if (res.events.length === 0) this.backlog.push({ kind: 'progress', revision: Number(res.header.revision) });
       else for (const e of res.events) this.backlog.push({ kind: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv, prev: e.prev_kv });
       this.drain();
     });
-    watcher.on('error', (err) => this.fail('etcd watch failed', err));
+    watcher.on('error', (err) => {
+      if (current()) this.fail('etcd watch failed', err);
+    });
+    // The etcd client re-creates a broken watch from the revision in the header of the last response, not from
+    // after the last change it delivered, so changes etcd had yet to send (a watch still catching up) would be
+    // skipped without a trace: lead again from where the bus ends instead.
+    watcher.on('disconnected', (err: Error) => {
+      if (current()) this.fail('etcd watch interrupted', err);
+    });
   }
 
   /**
@@ -180,7 +194,7 @@ export class Publisher {
     this.draining = true;
     void (async () => {
       try {
-        // stepDown empties the backlog, so a new term never publishes an old term's changes.
+        // stepDown and lead empty the backlog and only the current term's watcher fills it, so a new term never publishes an old term's changes.
         while (this.leading && this.backlog.length > 0) {
           if (this.inFlight >= MAX_IN_FLIGHT) {
             await new Promise<void>((resolve) => (this.onAcked = resolve));
