@@ -45,6 +45,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
     proxyHeaders: proxyHeadersFromFlags(flags),
     http2MaxStreamsPerConnection: flags.getInt('http2-max-streams-per-connection'),
+    watchCache: flags.getBool('watch-cache') && { windowChanges: flags.getInt('watch-cache-window') },
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   return start(config);
