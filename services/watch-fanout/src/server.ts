@@ -70,6 +70,12 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const follow = consumerOpts();
   follow.orderedConsumer();
   follow.deliverAll();
+  // An ordered consumer lives in the NATS server's memory: after a restart of
+  // NATS the client makes it again once two idle heartbeats are missed. At the
+  // library's 5 s the history stands still for some 13 s, past how long a
+  // catch-up waits for it (CATCH_UP_WAIT_MS), and every gateway that missed a
+  // change meanwhile ends its watches with 410; at 1 s it follows again in time.
+  follow.idleHeartbeat(1000);
   const messages = await js.subscribe(ALL_SUBJECTS, follow);
   const following = (async () => {
     for await (const m of messages) {
