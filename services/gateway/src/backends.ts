@@ -9,6 +9,7 @@ import type { WatchConversions } from './conversion/watch-conversion';
 import type { WebhookAgents } from './conversion/webhook-agents';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
+import type { WriteBatcher } from './watch/write-batcher';
 import type { ObjectStorage } from './registry/storage-interface';
 
 /** Everything the filters and handlers call, injected so tests can replace parts. */
@@ -38,6 +39,8 @@ export interface GatewayDeps {
   documents: GatewayDocuments;
   /** Watch events of custom resources stored in another version, converted once per served version. */
   watchConversions: WatchConversions;
+  /** Batches the writes of watch streams: the events of one interval leave each socket in one write. */
+  watchWrites: WriteBatcher;
   /** Kept-alive connections to conversion webhooks, dropped with the definitions that use them. */
   webhookAgents: WebhookAgents;
 }
@@ -63,6 +66,8 @@ export interface GatewayLimits {
   watchBufferBytes: number;
   /** Deadline of one call to a custom resource's conversion webhook (upstream: 30 s). */
   conversionWebhookTimeoutMs: number;
+  /** How long a watch's events may wait to leave its socket together with the next ones (0: the end of the event loop's turn). */
+  watchWriteIntervalMs: number;
 }
 
 /** Builders of documents served from the registry; absent ones answer 404. */

@@ -41,6 +41,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       maxWatches: flags.getInt('max-watches'),
       watchBufferBytes: flags.getInt('watch-buffer-bytes'),
       conversionWebhookTimeoutMs: flags.getInt('conversion-webhook-timeout-seconds') * 1000,
+      watchWriteIntervalMs: flags.getInt('watch-write-interval-ms'),
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
     proxyHeaders: proxyHeadersFromFlags(flags),

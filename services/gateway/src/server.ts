@@ -16,6 +16,7 @@ import { MAX_HEADER_FIELDS } from './request-head';
 import type { ProtobufCodec } from './negotiation';
 import { CustomResourceServing } from './custom-resources';
 import { WatchHub } from './watch/watch-hub';
+import { WriteBatcher } from './watch/write-batcher';
 import { CachedStorage, DEFAULT_CACHE_OPTIONS, type CacheOptions } from './cache/cached-storage';
 import { WatchConversions } from './conversion/watch-conversion';
 import { WebhookAgents } from './conversion/webhook-agents';
@@ -72,6 +73,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   maxWatches: 10000,
   watchBufferBytes: 16 * 1024 * 1024,
   conversionWebhookTimeoutMs: 30_000,
+  watchWriteIntervalMs: 20,
 };
 
 /** Tolerates "reachable but refused": any Status below 500 proves the backend answers. */
@@ -113,6 +115,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
 
   const limits = { ...DEFAULT_LIMITS, ...config.limits };
   const webhookAgents = new WebhookAgents();
+  const watchWrites = new WriteBatcher(limits.watchWriteIntervalMs);
   const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(config.registry.all()));
   const deps: GatewayDeps = {
     registry: config.registry,
@@ -129,6 +132,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     proxyHeaders: config.proxyHeaders ?? { names: [], prefixes: [] },
     documents: config.documents ?? {},
     webhookAgents,
+    watchWrites,
     watchConversions: new WatchConversions(conversionOptions({ limits, webhookAgents })),
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
@@ -239,6 +243,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       customResources.stop();
       stopRetainingAgents();
       webhookAgents.destroy();
+      watchWrites.stop();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },

@@ -76,7 +76,6 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
    */
   const socket = req.httpVersion === '1.1' ? res.socket : null;
   const keys = eventKeys(socket ? `chunk|${representation}` : representation);
-  let corked = false;
   const encodePayload = (type: WatchEventType, payload: WatchPayload): Buffer => {
     const { shared, change } = payload;
     const line = asStored && shared ? () => jsonEventLine(type, shared.json) : () => encode(type, payload.object);
@@ -92,15 +91,8 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
         writeHead();
         if (socket) {
           if (socket.destroyed) return 0;
-          // Events dispatched in one turn of the event loop (a burst off the bus) leave in one write.
-          if (!corked) {
-            corked = true;
-            socket.cork();
-            setImmediate(() => {
-              corked = false;
-              socket.uncork();
-            });
-          }
+          // The events of one batching interval leave in one write.
+          r.deps.watchWrites.hold(socket);
           socket.write(encodePayload(type, payload));
           return socket.writableLength;
         }

@@ -6,6 +6,7 @@ import type { ListPage, ListRequestOptions, PreconditionOptions, ReadAtOptions, 
 import type { GatewayDeps } from '../../backends';
 import { DEFAULT_LIMITS } from '../../server';
 import type { ObjectStorage } from '../storage-interface';
+import { WriteBatcher } from '../../watch/write-batcher';
 
 /**
  * In-process fakes of the backends the generic store and the write handlers
@@ -212,5 +213,6 @@ export function fakeDeps(parts: { storage: FakeStorage; admission?: FakeAdmissio
     authz: parts.authz ?? new FakeAuthz(),
     protobuf: undefined,
     webhookAgents: undefined,
+    watchWrites: new WriteBatcher(0),
   } as unknown as GatewayDeps;
 }

@@ -1,0 +1,53 @@
+import type { Writable } from 'node:stream';
+
+/**
+ * Holds the writes of many watch sockets and lets them go together: a
+ * socket is corked at its first write and uncorked at the next tick of one
+ * timer shared by every watch, so the events that reach a watcher within
+ * one interval leave as one TLS record and one system call. With a
+ * thousand watchers each change would otherwise be a thousand writes, and
+ * a write, not the event's encoding, is what a watch costs (the bench's
+ * profile). The interval bounds the delay it adds; 0 lets go at the end of
+ * the event loop's turn instead (only a burst in one turn is batched).
+ */
+export class WriteBatcher {
+  private readonly held = new Set<Writable>();
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+
+  constructor(private readonly intervalMs: number) {}
+
+  /** Corks `socket` until the next flush (once per interval however often it is called). */
+  hold(socket: Writable): void {
+    if (this.held.has(socket)) return;
+    socket.cork();
+    this.held.add(socket);
+    this.schedule();
+  }
+
+  /** Lets every held socket's writes go now. */
+  flush(): void {
+    this.timer = undefined;
+    this.immediate = undefined;
+    const sockets = [...this.held];
+    this.held.clear();
+    for (const s of sockets) if (!s.destroyed) s.uncork();
+  }
+
+  /** Stops the timer and lets everything held go (the gateway is stopping). */
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.flush();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.immediate) return;
+    if (this.intervalMs > 0) {
+      this.timer = setTimeout(() => this.flush(), this.intervalMs);
+      this.timer.unref();
+    } else {
+      this.immediate = setImmediate(() => this.flush());
+    }
+  }
+}
