@@ -73,7 +73,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   maxWatches: 10000,
   watchBufferBytes: 16 * 1024 * 1024,
   conversionWebhookTimeoutMs: 30_000,
-  watchWriteIntervalMs: 20,
+  watchWriteIntervalMs: 50,
 };
 
 /** Tolerates "reachable but refused": any Status below 500 proves the backend answers. */
