@@ -105,7 +105,7 @@ export function writeStored(req: Request, res: Response, code: number, stored: S
 }
 
 /** Bytes gathered before one write of a streamed response. */
-const STREAM_WRITE_BYTES = 64 * 1024;
+const STREAM_WRITE_BYTES = 512 * 1024;
 
 /**
  * A 200 response written as its chunks come, gathered into writes of about
