@@ -19,3 +19,4 @@ export * from './namespaces';
 export * from './pod-references';
 export * from './group-names';
 export * from './version-priority';
+export * from './resource-version-json';

@@ -38,23 +38,28 @@ export function createLogger(service: string, options: LoggerOptions = {}, base:
   const min = ORDER[options.level ?? envLevel ?? 'info'] ?? ORDER.info;
   const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const now = options.now ?? (() => new Date());
-  const emit = (level: LogLevel, msg: string, fields?: LogFields): void => {
-    if (ORDER[level] < min) return;
-    const record: LogFields = { time: now().toISOString(), level, service, msg, ...base };
-    if (fields) for (const [k, v] of Object.entries(fields)) record[k] = errorFields(v);
-    let line: string;
-    try {
-      line = JSON.stringify(record);
-    } catch {
-      line = JSON.stringify({ time: record['time'], level, service, msg, note: 'fields not serialisable' });
-    }
-    write(line);
+  // A request's logger (`with`) is made for every call a service answers:
+  // it shares the level, writer and clock read here once.
+  const make = (fields: LogFields): Logger => {
+    const emit = (level: LogLevel, msg: string, extra?: LogFields): void => {
+      if (ORDER[level] < min) return;
+      const record: LogFields = { time: now().toISOString(), level, service, msg, ...fields };
+      if (extra) for (const [k, v] of Object.entries(extra)) record[k] = errorFields(v);
+      let line: string;
+      try {
+        line = JSON.stringify(record);
+      } catch {
+        line = JSON.stringify({ time: record['time'], level, service, msg, note: 'fields not serialisable' });
+      }
+      write(line);
+    };
+    return {
+      debug: (m, f) => emit('debug', m, f),
+      info: (m, f) => emit('info', m, f),
+      warn: (m, f) => emit('warn', m, f),
+      error: (m, f) => emit('error', m, f),
+      with: (more) => make({ ...fields, ...more }),
+    };
   };
-  return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-    with: (fields) => createLogger(service, options, { ...base, ...fields }),
-  };
+  return make(base);
 }

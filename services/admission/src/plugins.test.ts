@@ -1,5 +1,5 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { namespaceLifecycle, serviceAccountDefaults, type AdmissionAttributes } from './plugins';
+import { namespaceLifecycle, runMutating, runValidating, serviceAccountDefaults, type AdmissionAttributes, type AdmissionPlugin } from './plugins';
 
 const namespaces = new Map<string, ApiObject>([
   ['live', { metadata: { name: 'live' }, status: { phase: 'Active' } }],
@@ -79,5 +79,38 @@ describe('ServiceAccount', () => {
     expect(await sa.admit?.(attrs({}))).toBeUndefined();
     expect(await sa.admit?.(attrs({ ...pod({}), operation: 'UPDATE' }))).toBeUndefined();
     expect(await sa.admit?.(attrs({ ...pod({}), subresource: 'status' }))).toBeUndefined();
+  });
+});
+
+describe('runMutating', () => {
+  const counting = (object: ApiObject): { attrs: AdmissionAttributes; reads: () => number } => {
+    let reads = 0;
+    const base = attrs({});
+    const lazy: AdmissionAttributes = {
+      ...base,
+      get object() {
+        reads++;
+        return object;
+      },
+    };
+    return { attrs: lazy, reads: () => reads };
+  };
+
+  it('reads no object when no plugin looks at it', async () => {
+    const { attrs: configMap, reads } = counting({ metadata: { name: 'x' } });
+    const result = await runMutating([serviceAccountDefaults(), plugin], configMap);
+    await runValidating([serviceAccountDefaults(), plugin], configMap);
+    expect(result.changed).toBe(false);
+    expect(reads()).toBe(0);
+    expect(result.object).toEqual({ metadata: { name: 'x' } });
+  });
+
+  it('hands each plugin the object the ones before it left', async () => {
+    const seen: unknown[] = [];
+    const first: AdmissionPlugin = { name: 'first', admit: async (a) => ({ ...a.object, spec: { n: 1 } }) };
+    const second: AdmissionPlugin = { name: 'second', admit: async (a) => (seen.push(a.object?.['spec']), undefined) };
+    const result = await runMutating([first, second], attrs({ object: { metadata: { name: 'x' } } }));
+    expect(seen).toEqual([{ n: 1 }]);
+    expect(result).toEqual({ object: { metadata: { name: 'x' }, spec: { n: 1 } }, changed: true });
   });
 });

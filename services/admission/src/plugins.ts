@@ -87,18 +87,23 @@ export interface AdmissionResult {
   changed: boolean;
 }
 
+/**
+ * Runs the mutating plugins in order, each on the object the previous ones
+ * left. The attributes are handed on as they are until a plugin changes the
+ * object (the server parses the object only when a plugin reads it).
+ */
 export async function runMutating(plugins: AdmissionPlugin[], attrs: AdmissionAttributes): Promise<AdmissionResult> {
-  let object = attrs.object;
+  let current = attrs;
   let changed = false;
   for (const p of plugins) {
     if (!p.admit) continue;
-    const out = await p.admit({ ...attrs, object });
+    const out = await p.admit(current);
     if (out !== undefined) {
-      object = out;
+      current = { ...current, object: out };
       changed = true;
     }
   }
-  return { object, changed };
+  return changed ? { object: current.object, changed } : { get object() { return attrs.object; }, changed };
 }
 
 export async function runValidating(plugins: AdmissionPlugin[], attrs: AdmissionAttributes): Promise<void> {

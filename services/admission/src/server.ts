@@ -1,4 +1,4 @@
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, isStringifiedObject, type ApiObject } from '@svc/apimachinery';
 import { admission } from '@svc/proto';
 import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
@@ -42,6 +42,22 @@ function parseJson(bytes: Uint8Array, field: string): ApiObject | undefined {
 }
 
 /**
+ * An object of the request, parsed when a plugin first reads it: most
+ * plugins look only at the kind and namespace. JSON as JSON.stringify writes
+ * an object (what the gateway sends) is known to parse; any other is parsed
+ * at once, so an undecodable one is still refused before any plugin runs.
+ */
+function requestObject(bytes: Uint8Array, field: string): () => ApiObject | undefined {
+  const json = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (json.length === 0 || !isStringifiedObject(json)) {
+    const parsed = parseJson(json, field);
+    return () => parsed;
+  }
+  let parsed: ApiObject | undefined;
+  return () => (parsed ??= JSON.parse(json.toString('utf8')) as ApiObject);
+}
+
+/**
  * Namespaces read from storage. Active namespaces are remembered for
  * `cacheTtlMs` (the original server reads them from an informer cache, so it
  * too acts on a slightly old view); a missing or terminating namespace is
@@ -49,17 +65,39 @@ function parseJson(bytes: Uint8Array, field: string): ApiObject | undefined {
  */
 export function storageNamespaces(storage: StorageClient, cacheTtlMs = 0): NamespaceReader {
   const active = new TtlCache<ApiObject>(cacheTtlMs);
+  const isActive = (ns: ApiObject | undefined): ns is ApiObject => (ns?.['status'] as { phase?: string } | undefined)?.phase === 'Active' && !ns?.metadata?.deletionTimestamp;
+  const read = async (name: string): Promise<ApiObject | undefined> => {
+    try {
+      const ns = (await storage.get({ group: '', resource: 'namespaces', namespace: '', name })).object;
+      if (isActive(ns)) active.set(name, ns);
+      return ns;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return undefined;
+      throw err;
+    }
+  };
+  // When a remembered namespace expires, the creates in flight in it would
+  // each read it; the first reads, the others take an Active answer from that
+  // read (no older than the cache allows). Any other answer they read again
+  // themselves, since the read began before they asked.
+  const reading = new Map<string, Promise<ApiObject | undefined>>();
   return {
     async getNamespace(name) {
       const cached = active.get(name);
       if (cached) return cached;
+      const inFlight = cacheTtlMs > 0 ? reading.get(name) : undefined;
+      if (inFlight) {
+        const shared = await inFlight.catch(() => undefined);
+        if (isActive(shared)) return shared;
+        return read(name);
+      }
+      const own = read(name);
+      if (cacheTtlMs <= 0) return own;
+      reading.set(name, own);
       try {
-        const ns = (await storage.get({ group: '', resource: 'namespaces', namespace: '', name })).object;
-        if ((ns['status'] as { phase?: string } | undefined)?.phase === 'Active' && !ns.metadata?.deletionTimestamp) active.set(name, ns);
-        return ns;
-      } catch (err) {
-        if (err instanceof ApiError && err.code === 404) return undefined;
-        throw err;
+        return await own;
+      } finally {
+        if (reading.get(name) === own) reading.delete(name);
       }
     },
   };
@@ -89,6 +127,8 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];
       if (!operation) throw ApiError.badRequest('admission request without an operation');
+      const object = requestObject(req.object, 'object');
+      const oldObject = requestObject(req.oldObject, 'oldObject');
       const attrs: AdmissionAttributes = {
         operation,
         kind: { group: req.kind?.group ?? '', version: req.kind?.version ?? '', kind: req.kind?.kind ?? '' },
@@ -97,8 +137,12 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
         namespace: req.namespace,
         name: req.name,
         userInfo: fromProtoUser(req.userInfo),
-        object: parseJson(req.object, 'object'),
-        oldObject: parseJson(req.oldObject, 'oldObject'),
+        get object() {
+          return object();
+        },
+        get oldObject() {
+          return oldObject();
+        },
         dryRun: req.dryRun,
       };
       if (req.phase === admission.Phase.PHASE_MUTATING || req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING) {

@@ -9,6 +9,9 @@ import {
   objectKey,
   parseFieldSelector,
   parseLabelSelector,
+  removeResourceVersion,
+  resourceVersionLayout,
+  spliceResourceVersion,
   type ApiObject,
   type GroupResource,
   type StoredKey,
@@ -33,11 +36,18 @@ export interface Preconditions {
 }
 
 export interface StoredObject {
-  object: ApiObject;
+  readonly object: ApiObject;
   /** JSON of `object`, as sent to clients. */
-  json: Buffer;
-  revision: number;
+  readonly json: Buffer;
+  readonly revision: number;
 }
+
+/**
+ * An object to write: parsed, or its JSON as the caller sent it. JSON as
+ * JSON.stringify writes it is stored and answered without being parsed
+ * (the resourceVersion is spliced out and in); any other is parsed.
+ */
+export type WriteInput = ApiObject | Uint8Array;
 
 export interface ListOptions {
   at?: ReadAt;
@@ -89,12 +99,30 @@ export function encodeForStore(obj: ApiObject): Buffer {
   return Buffer.from(JSON.stringify(obj));
 }
 
-function decode(value: Buffer, revision: string | number, key: string): StoredObject {
+/** An object as answered: its JSON, parsed on first use (most answers are only forwarded). */
+class StoredJson implements StoredObject {
+  private parsed: ApiObject | undefined;
+
+  constructor(
+    readonly json: Buffer,
+    readonly revision: number,
+  ) {}
+
+  get object(): ApiObject {
+    this.parsed ??= JSON.parse(this.json.toString('utf8')) as ApiObject;
+    return this.parsed;
+  }
+}
+
+/** A stored value as read at `revision`: with that resourceVersion, spliced in when the value is as storage writes it. */
+function decode(value: Buffer, revision: string | number, key: string | Buffer): StoredObject {
+  const layout = resourceVersionLayout(value);
+  if (layout) return new StoredJson(spliceResourceVersion(value, layout, String(revision)), Number(revision));
   let object: ApiObject;
   try {
     object = JSON.parse(value.toString('utf8')) as ApiObject;
   } catch (err) {
-    throw ApiError.internal(`stored object at ${key} cannot be decoded`, err);
+    throw ApiError.internal(`stored object at ${typeof key === 'string' ? key : key.toString('utf8')} cannot be decoded`, err);
   }
   return stamped(object, revision);
 }
@@ -103,6 +131,41 @@ function decode(value: Buffer, revision: string | number, key: string): StoredOb
 function stamped(obj: ApiObject, revision: string | number): StoredObject {
   const object = { ...obj, metadata: { ...(obj.metadata ?? {}), resourceVersion: String(revision) } };
   return { object, json: Buffer.from(JSON.stringify(object)), revision: Number(revision) };
+}
+
+/** What a write stores (without resourceVersion) and answers (with the write's revision). */
+interface EncodedWrite {
+  readonly value: Buffer;
+  answer(revision: string | number): StoredObject;
+}
+
+/** A write's object as sent, parsed: what is not JSON is a 400, as when the server parsed it on arrival. */
+function parseRequestObject(bytes: Uint8Array): ApiObject {
+  try {
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as ApiObject;
+  } catch (err) {
+    throw ApiError.badRequest(`storage request with an undecodable object: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The stored value and the answer of a write, from the bytes as sent when
+ * they are as JSON.stringify writes an object (they then equal what
+ * serialising their parse would give), from the parsed object otherwise.
+ */
+function encodeWrite(input: WriteInput): EncodedWrite {
+  let obj: ApiObject;
+  if (input instanceof Uint8Array) {
+    const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+    const layout = resourceVersionLayout(bytes);
+    if (layout) {
+      return { value: removeResourceVersion(bytes, layout), answer: (revision) => new StoredJson(spliceResourceVersion(bytes, layout, String(revision)), Number(revision)) };
+    }
+    obj = parseRequestObject(bytes);
+  } else {
+    obj = input;
+  }
+  return { value: encodeForStore(obj), answer: (revision) => stamped(obj, revision) };
 }
 
 /** etcd's default --max-request-bytes, and how the system starts etcd. */
@@ -280,7 +343,7 @@ export class EtcdStore {
           break;
         }
         lastScanned = kv.key;
-        const stored = decode(kv.value, kv.mod_revision, kv.key.toString());
+        const stored = decode(kv.value, kv.mod_revision, kv.key);
         if (filtering) {
           if (!matchesSelectors(stored.object, labels, fields)) continue;
         }
@@ -340,9 +403,9 @@ export class EtcdStore {
     return token;
   }
 
-  async create(key: StoredKey, obj: ApiObject, dryRun = false): Promise<StoredObject> {
+  async create(key: StoredKey, input: WriteInput, dryRun = false): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
-    const value = encodeForStore(obj);
+    const { value, answer } = encodeWrite(input);
     // Content of a namespace is written only while that namespace exists and
     // is not terminating, checked in the same transaction as the write (its
     // key's revision must be the one whose state was checked), so nothing
@@ -355,12 +418,12 @@ export class EtcdStore {
       if (dryRun) {
         const existing = await this.range({ key: k, count_only: true });
         if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
-        return stamped(obj, existing.header.revision);
+        return answer(existing.header.revision);
       }
       const compare: Parameters<Etcd3['kv']['txn']>[0]['compare'] = [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }];
       if (ns) compare.push({ key: ns.key, target: 'Mod', result: 'Equal', mod_revision: ns.modRevision });
       const res = await this.txn({ compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
-      if (res.succeeded) return stamped(obj, res.header.revision);
+      if (res.succeeded) return answer(res.header.revision);
       if (Number(res.responses[0]?.response_range?.count ?? 0) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
       // The namespace changed since it was checked: check it again.
       if (attempt >= 5) throw ApiError.conflict(groupResource(key), key.name, `namespace ${key.namespace} kept changing; try again`);
@@ -400,14 +463,18 @@ export class EtcdStore {
    * compare-and-swap on the key's mod revision; a uid precondition is checked
    * against the current object inside the same compare.
    */
-  async update(key: StoredKey, obj: ApiObject, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
+  async update(key: StoredKey, input: WriteInput, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
+    return this.replace(key, encodeWrite(input), pre, dryRun);
+  }
+
+  private async replace(key: StoredKey, write: EncodedWrite, pre: Preconditions, dryRun: boolean): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
-    const value = encodeForStore(obj);
+    const { value, answer } = write;
     // The key is named by the compare, the put and (a swap's) failure read.
     if (!dryRun) this.checkRequestSize(value, [k, k, k]);
-    if (pre.revision && !pre.uid && !dryRun) return this.swap(key, k, obj, value, pre.revision);
+    if (pre.revision && !pre.uid && !dryRun) return this.swap(key, k, write, pre.revision);
     const current = await this.checkPreconditions(key, pre);
-    if (dryRun) return stamped(obj, current.mod_revision);
+    if (dryRun) return answer(current.mod_revision);
     const res = await this.txn({
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
       success: [{ request_put: { key: k, value } }],
@@ -416,9 +483,9 @@ export class EtcdStore {
     if (!res.succeeded) {
       // Changed between the read and the write.
       if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
-      return this.update(key, obj, pre, dryRun);
+      return this.replace(key, write, pre, dryRun);
     }
-    return stamped(obj, res.header.revision);
+    return answer(res.header.revision);
   }
 
   async delete(key: StoredKey, pre: Preconditions = {}, dryRun = false): Promise<{ deleted: StoredObject; revision: number }> {
@@ -442,13 +509,13 @@ export class EtcdStore {
    * still at `revision`; otherwise the same transaction reads the key, which
    * tells a conflict (409) from a deleted object (404).
    */
-  private async swap(key: StoredKey, k: Buffer, obj: ApiObject, value: Buffer, revision: number): Promise<StoredObject> {
+  private async swap(key: StoredKey, k: Buffer, write: EncodedWrite, revision: number): Promise<StoredObject> {
     const res = await this.txn({
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: revision }],
-      success: [{ request_put: { key: k, value } }],
+      success: [{ request_put: { key: k, value: write.value } }],
       failure: [{ request_range: { key: k, keys_only: true } }],
     });
-    if (res.succeeded) return stamped(obj, res.header.revision);
+    if (res.succeeded) return write.answer(res.header.revision);
     if ((res.responses[0]?.response_range?.kvs ?? []).length === 0) throw ApiError.notFound(groupResource(key), key.name);
     throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
   }

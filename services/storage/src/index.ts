@@ -4,5 +4,5 @@
  */
 export { start, type StorageConfig, type StorageHandle } from './server';
 export { StorageClient, type StoredResult, type ListPage, type ListRequestOptions, type ReadAtOptions, type WriteOptions, type PreconditionOptions } from './client';
-export { DEFAULT_ETCD_MAX_REQUEST_BYTES, EtcdStore, type ReadAt, type Preconditions, type ListOptions, type ListResult } from './etcd-store';
+export { DEFAULT_ETCD_MAX_REQUEST_BYTES, EtcdStore, type ReadAt, type Preconditions, type ListOptions, type ListResult, type StoredObject, type WriteInput } from './etcd-store';
 export { STORAGE_FLAGS } from './flags';

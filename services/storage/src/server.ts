@@ -1,4 +1,4 @@
-import type { ApiObject, StoredKey } from '@svc/apimachinery';
+import type { StoredKey } from '@svc/apimachinery';
 import { ApiError } from '@svc/apimachinery';
 import { storage, type common } from '@svc/proto';
 import { CallsServer, createLogger, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
@@ -35,14 +35,6 @@ function storedKey(key: common.ObjectKey | undefined, needName: boolean): Stored
   return { group: key.group, resource: key.resource, namespace: key.namespace, name: key.name };
 }
 
-function parseObject(bytes: Uint8Array): ApiObject {
-  try {
-    return JSON.parse(Buffer.from(bytes).toString('utf8')) as ApiObject;
-  } catch (err) {
-    throw ApiError.badRequest(`storage request with an undecodable object: ${(err as Error).message}`);
-  }
-}
-
 /** Starts the storage service: the only process that talks to etcd. */
 export async function start(config: StorageConfig): Promise<StorageHandle> {
   const log = config.logger ?? createLogger('storage');
@@ -71,12 +63,13 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
       return out;
     }),
     create: unary(log, 'Create', async (req: storage.CreateRequest) => {
-      const res = await store.create(storedKey(req.key, true), parseObject(req.object), req.dryRun);
+      // The object's JSON goes to the store as sent: it is parsed only when not as JSON.stringify writes it.
+      const res = await store.create(storedKey(req.key, true), req.object, req.dryRun);
       return { object: res.json, revision: res.revision };
     }),
     update: unary(log, 'Update', async (req: storage.UpdateRequest) => {
       const pre = { revision: req.preconditions?.revision ?? 0, uid: req.preconditions?.uid ?? '' };
-      const res = await store.update(storedKey(req.key, true), parseObject(req.object), pre, req.dryRun);
+      const res = await store.update(storedKey(req.key, true), req.object, pre, req.dryRun);
       return { object: res.json, revision: res.revision };
     }),
     delete: unary(log, 'Delete', async (req: storage.DeleteRequest) => {

@@ -1,6 +1,6 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import type { JetStreamManager, NatsConnection } from 'nats';
-import { REGISTRY_PREFIX } from '@svc/apimachinery';
+import { REGISTRY_PREFIX, withResourceVersion } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import { Compactor } from './compactor';
@@ -46,8 +46,14 @@ type Change =
   /** etcd's progress notification: every change up to `revision` has been delivered. */
   | { kind: 'progress'; revision: number };
 
-/** A stored object's JSON with `metadata.resourceVersion` set, as watchers receive it. */
+/**
+ * A stored object's JSON with `metadata.resourceVersion` set, as watchers
+ * receive it: spliced into the bytes storage wrote (withResourceVersion), or,
+ * for JSON not as JSON.stringify writes it, parsed and serialised again.
+ */
 export function setResourceVersion(json: Buffer, revision: number): Buffer {
+  const spliced = withResourceVersion(json, String(revision));
+  if (spliced) return spliced;
   const obj = JSON.parse(json.toString('utf8')) as { metadata?: Record<string, unknown> };
   obj.metadata = { ...(obj.metadata ?? {}), resourceVersion: String(revision) };
   return Buffer.from(JSON.stringify(obj));

@@ -170,6 +170,37 @@ describe('storage service on etcd', () => {
     // Once read, the object may be changed by its reader: the bytes are no longer offered.
     expect(created.json).toBeUndefined();
   });
+  test('stored bytes and answers are those of the object parsed and serialised, whether or not its JSON is', async () => {
+    const raw = async (name: string): Promise<string> => (await storage.store.client.get(`/registry/configmaps/ns1/${name}`).string()) ?? '';
+    // The request's resourceVersion is not stored, and the answer's takes its place.
+    const sent: ApiObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { resourceVersion: '7', name: 'rv-first', namespace: 'ns1' }, data: { k: '"metadata":{"resourceVersion":"1"}' } };
+    const created = await storage.store.create(key('rv-first'), Buffer.from(JSON.stringify(sent)));
+    expect(await raw('rv-first')).toBe('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rv-first","namespace":"ns1"},"data":{"k":"\\"metadata\\":{\\"resourceVersion\\":\\"1\\"}"}}');
+    expect(created.json.toString()).toBe(JSON.stringify({ ...sent, metadata: { ...sent.metadata, resourceVersion: String(created.revision) } }));
+    expect(created.object).toEqual({ ...sent, metadata: { ...sent.metadata, resourceVersion: String(created.revision) } });
+    const updated = await storage.store.update(key('rv-first'), Buffer.from(JSON.stringify({ ...sent, metadata: { name: 'rv-first', namespace: 'ns1', resourceVersion: String(created.revision) } })), { revision: created.revision });
+    expect(updated.json.toString()).toBe(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rv-first","namespace":"ns1","resourceVersion":"${updated.revision}"},"data":{"k":"\\"metadata\\":{\\"resourceVersion\\":\\"1\\"}"}}`);
+    expect((await storage.store.get(key('rv-first'))).json).toEqual(updated.json);
+
+    // JSON written otherwise (spaces, a number's other form, a duplicate key) is parsed: what is stored and answered is the parse serialised.
+    const other = await storage.store.create(key('spaced'), Buffer.from('{ "kind": "ConfigMap", "metadata": { "name": "spaced", "namespace": "ns1" }, "n": 1.50, "n": 2.0 }'));
+    expect(await raw('spaced')).toBe('{"kind":"ConfigMap","metadata":{"name":"spaced","namespace":"ns1"},"n":2}');
+    expect(other.json.toString()).toBe(`{"kind":"ConfigMap","metadata":{"name":"spaced","namespace":"ns1","resourceVersion":"${other.revision}"},"n":2}`);
+    await storage.store.client.put('/registry/configmaps/ns1/spaced').value('{ "kind": "ConfigMap", "metadata": null }');
+    const read = await storage.store.get(key('spaced'));
+    expect(read.json.toString()).toBe(`{"kind":"ConfigMap","metadata":{"resourceVersion":"${read.revision}"}}`);
+    const listed = await storage.store.list({ group: '', resource: 'configmaps', namespace: 'ns1' });
+    expect(listed.items.map((b) => b.toString())).toContain(read.json.toString());
+
+    // What is not JSON is refused before anything is written, as before.
+    const refused = (await storage.store.create(key('broken'), Buffer.from('{"metadata":')).catch((e: unknown) => e)) as ApiError;
+    expect([refused.code, refused.message]).toEqual([400, expect.stringMatching(/^storage request with an undecodable object: /) as unknown]);
+    await storage.store.client.put('/registry/configmaps/ns1/broken').value('{"metadata":');
+    const undecodable = (await storage.store.get(key('broken')).catch((e: unknown) => e)) as ApiError;
+    expect([undecodable.code, undecodable.message]).toEqual([500, expect.stringContaining('stored object at /registry/configmaps/ns1/broken cannot be decoded') as unknown]);
+    await storage.store.client.delete().key('/registry/configmaps/ns1/broken');
+  });
+
   test('content is created only in a namespace that exists and is not terminating, checked in the same transaction', async () => {
     const inNs = (ns: string, name: string) => ({ group: '', resource: 'configmaps', namespace: ns, name });
     const obj = (ns: string, name: string): ApiObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: {} });

@@ -92,6 +92,49 @@ describe('authorization cache', () => {
     }
   });
 
+  it('asks authz once for requests with the same attributes that arrive while it is asked; a failure reaches each of them', async () => {
+    const calls = { authn: 0, authz: 0 };
+    const base = deps(calls, { ttlMs: 60000, allow: true });
+    const waitingForAnswer: Array<() => void> = [];
+    const answer = (): void => {
+      for (const resolve of waitingForAnswer.splice(0)) resolve();
+    };
+    let fail = false;
+    let asked = 0;
+    const authz = {
+      authorize: async (attrs: never) => {
+        asked++;
+        await new Promise<void>((resolve) => waitingForAnswer.push(resolve));
+        if (fail) throw ApiError.serviceUnavailable('authz is down', 1);
+        return base.authz.authorize(attrs);
+      },
+    };
+    const authorize = cachedAuthorizer({ ...base, authz } as unknown as GatewayDeps);
+    const attrs = { user: admin, resourceRequest: true, verb: 'create', path: '/api/v1/namespaces/a/configmaps', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '' };
+    fail = true;
+    const failing = [authorize(attrs, 'r1'), authorize(attrs, 'r2')];
+    answer();
+    for (const p of failing) await expect(p).rejects.toMatchObject({ code: 503 });
+    expect(asked).toBe(1);
+    fail = false;
+    const waiting = [authorize(attrs, 'r1'), authorize(attrs, 'r2'), authorize(attrs, 'r3'), authorize({ ...attrs, namespace: 'b' }, 'r4')];
+    expect(waitingForAnswer).toHaveLength(2);
+    answer();
+    expect((await Promise.all(waiting)).map((d) => d.decision)).toEqual(['allow', 'allow', 'allow', 'allow']);
+    // One question for the three alike and one for the other namespace; then the cache answers.
+    expect(asked).toBe(3);
+    await authorize(attrs, 'r5');
+    expect(asked).toBe(3);
+  });
+
+  it('shares nothing without a cache', async () => {
+    const calls = { authn: 0, authz: 0 };
+    const authorize = cachedAuthorizer(deps(calls, { ttlMs: 0, allow: true }));
+    const attrs = { user: admin, resourceRequest: true, verb: 'create', path: '/x', apiGroup: '', apiVersion: 'v1', resource: 'configmaps', subresource: '', namespace: 'a', name: '' };
+    await Promise.all([authorize(attrs, 'r1'), authorize(attrs, 'r2')]);
+    expect(calls.authz).toBe(2);
+  });
+
   it('keys decisions by the selectors too, and passes them to authz', async () => {
     const calls = { authn: 0, authz: 0 };
     const base = deps(calls, { ttlMs: 60000, allow: true });

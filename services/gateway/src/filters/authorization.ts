@@ -16,14 +16,30 @@ export type AuthorizeFn = (attrs: Attributes, requestId: string) => Promise<Auth
  */
 export function cachedAuthorizer(deps: GatewayDeps): AuthorizeFn {
   const cache = new TtlCache<AuthorizerDecision>(deps.limits.authzCacheTtlMs);
+  // Requests with the same attributes that arrive while authz is asked wait
+  // for that one answer (an entry expiring under load would otherwise send
+  // every request in flight to authz), as authentication does; the answer is
+  // no older than a cached one could be. Nothing is shared without a cache.
+  const inflight = new Map<string, Promise<AuthorizerDecision>>();
   return async (attrs, requestId) => {
-    const key = cache.enabled ? JSON.stringify(attrs) : '';
-    let decision = cache.get(key);
-    if (!decision) {
-      decision = await deps.authz.authorize(attrs, { requestId, timeoutMs: deps.limits.backendTimeoutMs });
-      cache.set(key, decision);
+    if (!cache.enabled) return deps.authz.authorize(attrs, { requestId, timeoutMs: deps.limits.backendTimeoutMs });
+    const key = JSON.stringify(attrs);
+    const cached = cache.get(key);
+    if (cached) return cached;
+    let pending = inflight.get(key);
+    if (!pending) {
+      const asked = deps.authz.authorize(attrs, { requestId, timeoutMs: deps.limits.backendTimeoutMs }).then((decision) => {
+        cache.set(key, decision);
+        return decision;
+      });
+      pending = asked;
+      inflight.set(key, asked);
+      void asked.then(
+        () => inflight.delete(key),
+        () => inflight.delete(key),
+      );
     }
-    return decision;
+    return pending;
   };
 }
 

@@ -104,21 +104,46 @@ export function fieldManagerOf(req: Request): string {
   return agent === '' ? 'unknown' : agent;
 }
 
-/** Reads the body, answering 413 past the limit. */
+/**
+ * Reads the body, answering 413 past the limit. Read with the stream's
+ * events: an async iterator costs every request its own end-of-stream
+ * machinery, a measurable part of a create.
+ */
 export async function readBody(req: Request, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? '0');
   if (declared > maxBytes) throw ApiError.requestEntityTooLarge(`the request body of ${declared} bytes is larger than the limit of ${maxBytes} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      req.resume();
-      throw ApiError.requestEntityTooLarge(`the request body is larger than the limit of ${maxBytes} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  const prematureClose = (): Error => Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  if (req.readableEnded) return Buffer.alloc(0);
+  if (req.destroyed) throw prematureClose();
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (err: unknown, body?: Buffer): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      if (body) resolve(body);
+      else reject(err);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        finish(ApiError.requestEntityTooLarge(`the request body is larger than the limit of ${maxBytes} bytes`));
+        // The rest is not read: the request is ended, as leaving a for-await loop over it ends it.
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => finish(undefined, Buffer.concat(chunks));
+    const onError = (err: Error): void => finish(err);
+    const onClose = (): void => finish(prematureClose());
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 export function requestInfo(req: Request): RequestInfo {
