@@ -305,6 +305,7 @@ describe('faults: the change stream deleted', () => {
     watchFrom((latest.json()['metadata'] as { resourceVersion: string }).resourceVersion);
     await new Promise((r) => setTimeout(r, 300));
     let relists = 0;
+    let attempt = 0;
     await until(async () => {
       if (fresh.includes('"code":410') || freshEnded) {
         relists++;
@@ -313,8 +314,10 @@ describe('faults: the change stream deleted', () => {
         watchFrom((listed.json()['metadata'] as { resourceVersion: string }).resourceVersion);
         await new Promise((r) => setTimeout(r, 300));
       }
-      await adminRequest(env, 'PATCH', `${ns}/configmaps/streamed`, JSON.stringify({ data: { v: 'after' } }), { 'content-type': 'application/merge-patch+json' });
-      return fresh.includes('"v":"after"') ? true : undefined;
+      // A new value each time: a patch that changes nothing sends no event (the object may already hold the last one).
+      attempt++;
+      await adminRequest(env, 'PATCH', `${ns}/configmaps/streamed`, JSON.stringify({ data: { v: `after-${attempt}` } }), { 'content-type': 'application/merge-patch+json' });
+      return fresh.includes('"v":"after-') ? true : undefined;
     }, 30000);
     // Once the new history covers it, a watch is not ended again.
     expect(relists).toBeLessThanOrEqual(3);
