@@ -68,6 +68,16 @@ export function presentAs(req: Request, body: unknown): unknown {
   return rename(body);
 }
 
+/** Whether the client sees objects as they are stored (under our group names, not renamed by presentAs). */
+export function presentedAsStored(req: Request): boolean {
+  return !parsedRequestInfoFrom(req)?.requestedGroup;
+}
+
+/** Whether a stored object's JSON is exactly what this response shows: plain JSON, not pretty, not renamed. */
+export function sendsStoredJson(req: Request, format: OutputFormat): boolean {
+  return format.kind === 'json' && !pretty(req) && presentedAsStored(req);
+}
+
 export function encodeBody(req: Request, rawBody: unknown, format: OutputFormat, protobuf: ProtobufCodec | undefined): Buffer {
   const body = presentAs(req, rawBody);
   switch (format.kind) {
@@ -94,7 +104,7 @@ export function writeBody(req: Request, res: Response, code: number, body: unkno
  * saves parsing and encoding it again.
  */
 export function writeStored(req: Request, res: Response, code: number, stored: StoredResult, format: OutputFormat, protobuf?: ProtobufCodec): void {
-  const raw = format.kind === 'json' && !pretty(req) && !parsedRequestInfoFrom(req)?.requestedGroup ? stored.json : undefined;
+  const raw = sendsStoredJson(req, format) ? stored.json : undefined;
   if (!raw) {
     writeBody(req, res, code, stored.object, format, protobuf);
     return;

@@ -3,6 +3,8 @@ import { etcdClientOptions } from './etcd-options';
 import {
   ApiError,
   collectionPrefix,
+  decodeContinue,
+  encodeContinue,
   matchesSelectors,
   namespaceTerminating,
   namespaceTerminatingError,
@@ -62,12 +64,6 @@ export interface ListResult {
   revision: number;
   continueToken: string;
   remainingItemCount?: number;
-}
-
-interface ContinueToken {
-  v: string;
-  rv: number;
-  start: string;
 }
 
 const CONFLICT_MESSAGE = 'the object has been modified; please apply your changes to the latest version and try again';
@@ -317,7 +313,7 @@ export class EtcdStore {
     let revision: number;
     let start = prefix;
     if (options.continueToken) {
-      const token = this.parseContinue(options.continueToken);
+      const token = decodeContinue(options.continueToken);
       revision = token.rv;
       start = Buffer.concat([prefix, Buffer.from(token.start)]);
     } else {
@@ -361,7 +357,7 @@ export class EtcdStore {
     }
     let continueToken = '';
     if (more && lastReturned) {
-      continueToken = this.makeContinue(revision, lastReturned.subarray(prefix.length).toString('utf8') + '\u0000');
+      continueToken = encodeContinue(revision, lastReturned.subarray(prefix.length).toString('utf8') + '\u0000');
     }
     const result: ListResult = { items, revision, continueToken };
     if (remaining !== undefined && remaining > 0) result.remainingItemCount = remaining;
@@ -380,27 +376,6 @@ export class EtcdStore {
       }
       throw apiError;
     }
-  }
-
-  private makeContinue(rv: number, start: string): string {
-    const token: ContinueToken = { v: 'meta.svc.io/v1', rv, start };
-    return Buffer.from(JSON.stringify(token)).toString('base64url');
-  }
-
-  private parseContinue(raw: string): ContinueToken {
-    let token: ContinueToken;
-    try {
-      token = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as ContinueToken;
-    } catch {
-      throw ApiError.badRequest('continue key is not valid: cannot decode the token');
-    }
-    if (token.v !== 'meta.svc.io/v1' || !Number.isInteger(token.rv) || token.rv <= 0 || typeof token.start !== 'string') {
-      throw ApiError.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.svc.io/v1)');
-    }
-    if (token.start.includes('..') || token.start.startsWith('/')) {
-      throw ApiError.badRequest('continue key is not valid: the start key may not contain a path traversal');
-    }
-    return token;
   }
 
   async create(key: StoredKey, input: WriteInput, dryRun = false): Promise<StoredObject> {

@@ -1,10 +1,10 @@
-import { ApiError, collectionPrefix, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject, type StoredKey } from '@svc/apimachinery';
+import { ApiError, collectionPrefix, decodeContinue, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject, type ContinuePosition, type StoredKey } from '@svc/apimachinery';
 import type { CallOptions, Logger } from '@svc/service-kit';
 import type { ListPage, ListRequestOptions, PreconditionOptions, ReadAtOptions, StorageClient, StoredResult, WriteOptions } from '@svc/storage/client';
 import type { ObjectStorage, SharedListPage } from '../registry/storage-interface';
 import type { Change, SharedObject } from '../watch/change';
 import type { WatchHub } from '../watch/watch-hub';
-import { readContinue, ResourceCache, type CacheLimits, type CachedPage } from './resource-cache';
+import { ResourceCache, type CacheLimits, type CachedPage } from './resource-cache';
 
 /**
  * The storage interface with a watch cache in front of it (the original
@@ -106,11 +106,6 @@ export class CachedStorage implements ObjectStorage {
     return cache.state === 'ready' ? cache : undefined;
   }
 
-  /** The caches and their sizes (for /readyz?verbose and tests). */
-  cached(): { resource: string; objects: number; revision: number; state: string }[] {
-    return [...this.caches.values()].map((c) => ({ resource: c.prefix, objects: c.size, revision: c.revision, state: c.state }));
-  }
-
   stop(): void {
     this.stopped = true;
     for (const c of this.caches.values()) c.stop();
@@ -158,6 +153,7 @@ export class CachedStorage implements ObjectStorage {
     const fields = parseFieldSelector(options.fieldSelector);
     const limit = options.limit ?? 0;
     if (options.continueToken) {
+      // A token that is not one goes to storage, which refuses it with the reason.
       const token = readContinue(options.continueToken);
       const cache = token ? this.cacheOf(key) : undefined;
       if (!token || !cache) return undefined;
@@ -184,5 +180,14 @@ export class CachedStorage implements ObjectStorage {
 
   delete(key: StoredKey, pre?: PreconditionOptions, opts?: WriteOptions): Promise<StoredResult> {
     return this.storage.delete(key, pre, opts);
+  }
+}
+
+/** The position a continue token names, or undefined when it is not a valid one. */
+function readContinue(raw: string): ContinuePosition | undefined {
+  try {
+    return decodeContinue(raw);
+  } catch {
+    return undefined;
   }
 }

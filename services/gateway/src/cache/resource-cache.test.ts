@@ -1,11 +1,11 @@
-import { parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
+import { decodeContinue, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { createLogger } from '@svc/service-kit';
 import type { EncodedListPage, ListRequestOptions, StorageClient } from '@svc/storage/client';
 import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
 import { WatchHub } from '../watch/watch-hub';
 import { CachedStorage } from './cached-storage';
-import { ResourceCache, readContinue } from './resource-cache';
+import { ResourceCache } from './resource-cache';
 
 /**
  * The watch cache against a real hub fed by hand (the bus and watch-fanout
@@ -118,7 +118,7 @@ describe('the watch cache of a resource', () => {
     const first = cache.page(PREFIX, cache.revision, '', 2, everything.labels, everything.fields);
     expect(names(first?.objects ?? [])).toEqual(['a/1@2', 'a/2@3']);
     expect(first?.remainingItemCount).toBe(2);
-    const token = readContinue(first?.continueToken ?? '');
+    const token = decodeContinue(first?.continueToken ?? '');
     expect(token?.rv).toBe(5);
     // After the first page: 3 changes, 4 goes, 5 comes.
     bus.change('MODIFIED', cm('a', '3', 6, { k: 'v' }), cm('a', '3', 4));

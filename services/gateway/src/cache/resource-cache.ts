@@ -1,4 +1,4 @@
-import { collectionPrefix, matchesSelectors, objectKey, type ApiObject, type FieldSelector, type LabelSelector, type StoredKey } from '@svc/apimachinery';
+import { collectionPrefix, encodeContinue, matchesSelectors, objectKey, type ApiObject, type FieldSelector, type LabelSelector, type StoredKey } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { EncodedListPage, ListRequestOptions } from '@svc/storage/client';
 import { Change, SharedObject } from '../watch/change';
@@ -36,32 +36,6 @@ export interface CachedPage {
 
 /** How the cache fills itself: a page of storage's list at one revision. */
 export type ListSource = (key: Omit<StoredKey, 'name'>, options: ListRequestOptions) => Promise<EncodedListPage>;
-
-interface ContinueToken {
-  v: string;
-  rv: number;
-  start: string;
-}
-
-const TOKEN_VERSION = 'meta.svc.io/v1';
-
-/** The continue token storage writes (see services/storage), so a list can page through the cache and storage alike. */
-export function makeContinue(rv: number, start: string): string {
-  const token: ContinueToken = { v: TOKEN_VERSION, rv, start };
-  return Buffer.from(JSON.stringify(token)).toString('base64url');
-}
-
-/** The revision and start key of a continue token; undefined when it is not one the cache can read (storage then answers, and refuses it). */
-export function readContinue(raw: string): { rv: number; start: string } | undefined {
-  try {
-    const token = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as ContinueToken;
-    if (token.v !== TOKEN_VERSION || !Number.isInteger(token.rv) || token.rv <= 0 || typeof token.start !== 'string') return undefined;
-    if (token.start.includes('..') || token.start.startsWith('/')) return undefined;
-    return { rv: token.rv, start: token.start };
-  } catch {
-    return undefined;
-  }
-}
 
 /** The first index of `sorted` whose key is not less than `key`. */
 function lowerBound(sorted: readonly string[], key: string): number {
@@ -277,9 +251,9 @@ export class ResourceCache {
       objects.push(obj);
       last = key;
     }
-    const page: CachedPage = { objects, revision: Math.max(revision, 0), continueToken: '' };
+    const page: CachedPage = { objects, revision, continueToken: '' };
     if (more) {
-      page.continueToken = makeContinue(revision, last.slice(prefix.length) + '\u0000');
+      page.continueToken = encodeContinue(revision, last.slice(prefix.length) + '\u0000');
       if (!filtering) {
         let remaining = 0;
         for (; i < keys.length && (keys[i] as string).startsWith(prefix); i++) if (at(keys[i] as string)) remaining++;

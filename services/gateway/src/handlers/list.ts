@@ -2,10 +2,9 @@ import type { Request, Response } from 'express';
 import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
 import type { ListRequestOptions } from '@svc/storage/client';
 import type { ListPage } from '@svc/storage/client';
-import { parsedRequestInfoFrom } from '../context';
 import { sharedObjectsOf } from '../registry/storage-interface';
 import type { ProtobufCodec } from '../negotiation';
-import { presentAs, pretty, writeBody, writeChunks, writeJsonList } from '../responses';
+import { presentAs, presentedAsStored, pretty, writeBody, writeChunks, writeJsonList } from '../responses';
 import { toTable, type IncludeObject } from '../table';
 import { listObjects } from '../registry/store';
 import { int64Query, outputFormat, protobufFor, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
@@ -108,7 +107,7 @@ const ROW_BATCH = 500;
  */
 function protobufItems(req: Request, page: ListPage, codec: ProtobufCodec): Uint8Array[] {
   const shared = sharedObjectsOf(page);
-  if (shared && !parsedRequestInfoFrom(req)?.requestedGroup) return shared.map((o) => o.encoded(PROTOBUF_ITEM, () => Buffer.from(codec.encodeObjectMessage(o.object))));
+  if (shared && presentedAsStored(req)) return shared.map((o) => o.encoded(PROTOBUF_ITEM, () => Buffer.from(codec.encodeObjectMessage(o.object))));
   return page.items.map((item) => codec.encodeObjectMessage(presentAs(req, item) as ApiObject));
 }
 
@@ -117,7 +116,7 @@ const PROTOBUF_ITEM = 'protobuf-item';
 /** Each item's JSON: the stored bytes when the page has them and the client sees them as stored, else encoded one at a time. */
 function* encodedItems(req: Request, page: ListPage): Generator<Buffer> {
   const shared = sharedObjectsOf(page);
-  if (shared && !parsedRequestInfoFrom(req)?.requestedGroup) {
+  if (shared && presentedAsStored(req)) {
     for (const o of shared) yield o.json;
     return;
   }

@@ -3,7 +3,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { logFrom, queryValues } from '../context';
 import { parseBoolParam } from '../query-bool';
 import { watchObjects, type WatchEventType, type WatchPayload } from '../registry/watch';
-import { encodeBody, presentAs, pretty, setWarnings } from '../responses';
+import { encodeBody, presentAs, pretty, sendsStoredJson, setWarnings } from '../responses';
 import { parsedRequestInfoFrom } from '../context';
 import { toTable, type IncludeObject } from '../table';
 import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
@@ -64,7 +64,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
    * event type and representation (the key names both), and a stored
    * object sent as plain JSON is its stored bytes inside the event's frame.
    */
-  const asStored = format.kind === 'json' && !pretty(req) && !parsedRequestInfoFrom(req)?.requestedGroup;
+  const asStored = sendsStoredJson(req, format);
   const representation = `${format.kind}|${format.mediaType}|${include}|${pretty(req)}|${parsedRequestInfoFrom(req)?.requestedGroup ?? ''}`;
   /**
    * On HTTP/1.1 each event is one chunk of the chunked body, and a shared

@@ -54,11 +54,6 @@ export class SharedObject {
     return this.parsed;
   }
 
-  /** Drops the parsed form (it is parsed again when next needed). */
-  forget(): void {
-    this.parsed = undefined;
-  }
-
   /** A parsed copy the caller owns. */
   copy(): ApiObject {
     return JSON.parse(this.json.toString('utf8')) as ApiObject;
