@@ -74,7 +74,9 @@ describe('token webhook and authenticating proxy', () => {
     proxyPki?.remove();
   });
 
-  const kubectlWithToken = (token: string, args: string[]) => run('kubectl', ['--kubeconfig', noCredentials, `--token=${token}`, ...args]);
+  // A discovery cache of this env's own: one left by an earlier server on the same port would let kubectl skip discovery.
+  const kubectlWithToken = (token: string, args: string[]) =>
+    run('kubectl', ['--kubeconfig', noCredentials, `--cache-dir=${path.join(env.dir, 'kubectl-cache')}`, `--token=${token}`, ...args]);
 
   test('kubectl with a token the webhook accepts is that user; one it refuses is Unauthorized', async () => {
     // The default policy, which lets every authenticated user review itself, is written by the controller manager shortly after the start.
