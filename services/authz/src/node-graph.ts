@@ -1,5 +1,5 @@
 import { podReferences, type ApiObject, type PodReference } from '@svc/apimachinery';
-import type { FeedSink, FeedSource } from './policy-feed';
+import type { FeedSink, FeedSource } from '@svc/watch-fanout/feed';
 
 /**
  * The Node mode's graph (the original server's node authorizer graph): which

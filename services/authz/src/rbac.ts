@@ -1,4 +1,5 @@
 import { canonicalGroup, type ApiObject, type UserInfo } from '@svc/apimachinery';
+import type { FeedSource } from '@svc/watch-fanout/feed';
 import type { Attributes, AuthorizerDecision } from './authorizer';
 
 /**
@@ -10,6 +11,16 @@ import type { Attributes, AuthorizerDecision } from './authorizer';
  * matches it, and RBAC has no opinion otherwise. A binding to a role that
  * does not exist grants nothing.
  */
+
+const RBAC_STORAGE_GROUP = 'rbac.authorization.svc.io';
+
+/** The four stored kinds RBAC's policy is made of (what its feed follows). */
+export const RBAC_SOURCES: FeedSource[] = [
+  { group: RBAC_STORAGE_GROUP, resource: 'roles', kind: 'Role' },
+  { group: RBAC_STORAGE_GROUP, resource: 'clusterroles', kind: 'ClusterRole' },
+  { group: RBAC_STORAGE_GROUP, resource: 'rolebindings', kind: 'RoleBinding' },
+  { group: RBAC_STORAGE_GROUP, resource: 'clusterrolebindings', kind: 'ClusterRoleBinding' },
+];
 
 export interface PolicyRule {
   verbs: string[];

@@ -3,13 +3,13 @@ import { authz } from '@svc/proto';
 import { createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { WatchFanoutClient } from '@svc/watch-fanout/client';
+import { ObjectFeed } from '@svc/watch-fanout/feed';
 import { abacModeFor } from './abac';
 import { MASTERS_GROUP, chain, type Decision, type Mode, type ModeAuthorizers } from './authorizer';
 import { ConfiguredAuthorizer, loadAuthorizationConfigFile, modesOf } from './configured-authorizer';
 import { NodeGraph, NODE_GRAPH_SOURCES } from './node-graph';
 import { nodeAuthorizer } from './node-authorizer';
-import { PolicyFeed } from './policy-feed';
-import { RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
+import { RBAC_SOURCES, RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
 
 /** Who may call this service (the identities of the internal certificates). */
@@ -67,8 +67,8 @@ const DECISION: Record<Decision, authz.Decision> = {
 export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   const log = config.logger ?? createLogger('authz');
   const tls = loadInternalTls(config.internalTls);
-  let feed: PolicyFeed | undefined;
-  let nodeFeed: PolicyFeed | undefined;
+  let feed: ObjectFeed | undefined;
+  let nodeFeed: ObjectFeed | undefined;
   let policy: RbacPolicy | undefined;
   let storage: StorageClient | undefined;
   let fanout: WatchFanoutClient | undefined;
@@ -92,7 +92,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   if (modes.includes('Node')) {
     const peers = feedPeers('Node');
     const graph = new NodeGraph();
-    const graphFeed = new PolicyFeed(graph, peers.storage, peers.fanout, { log, name: 'node graph', ...pollMs }, NODE_GRAPH_SOURCES);
+    const graphFeed = new ObjectFeed(graph, peers.storage, peers.fanout, { log, name: 'node graph', ...pollMs }, NODE_GRAPH_SOURCES);
     nodeFeed = graphFeed;
     stateful.Node = nodeAuthorizer({ graph, ready: () => graphFeed.ready });
     graphFeed.start();
@@ -100,7 +100,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
   if (modes.includes('RBAC')) {
     const peers = feedPeers('RBAC');
     policy = new RbacPolicy();
-    const rbacFeed = new PolicyFeed(policy, peers.storage, peers.fanout, { log, ...pollMs });
+    const rbacFeed = new ObjectFeed(policy, peers.storage, peers.fanout, { log, name: 'RBAC policy', ...pollMs }, RBAC_SOURCES);
     feed = rbacFeed;
     const rbac = policy;
     stateful.RBAC = (attrs) => (rbacFeed.ready ? rbac.authorize(attrs) : { decision: 'no-opinion', reason: 'RBAC: the policy is not loaded yet' });

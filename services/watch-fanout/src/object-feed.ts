@@ -2,10 +2,11 @@ import { ApiError, REGISTRY_PREFIX, parseObjectKey, type ApiObject } from '@svc/
 import { watch } from '@svc/proto';
 import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
-import type { WatchFanoutClient } from '@svc/watch-fanout/client';
+import type { WatchFanoutClient } from './client';
 
 /**
- * Keeps in-memory state (RBAC's policy, the Node mode's graph) equal to
+ * Keeps in-memory state (RBAC's policy, the Node mode's graph, admission's
+ * webhook configurations and policies) equal to
  * stored objects of a few kinds: one list of every kind at a single
  * revision, then the changes after it from watch-fanout's history, asked for
  * whenever its head moves (checked every `pollMs`). A change is in force
@@ -32,16 +33,6 @@ export interface FeedSink {
   readonly size: Record<string, number>;
 }
 
-export const RBAC_STORAGE_GROUP = 'rbac.authorization.svc.io';
-
-/** The four kinds RBAC's policy is made of. */
-export const RBAC_SOURCES: FeedSource[] = [
-  { group: RBAC_STORAGE_GROUP, resource: 'roles', kind: 'Role' },
-  { group: RBAC_STORAGE_GROUP, resource: 'clusterroles', kind: 'ClusterRole' },
-  { group: RBAC_STORAGE_GROUP, resource: 'rolebindings', kind: 'RoleBinding' },
-  { group: RBAC_STORAGE_GROUP, resource: 'clusterrolebindings', kind: 'ClusterRoleBinding' },
-];
-
 const PAGE = 500;
 
 /** The key prefixes that hold `sources`: a named group's as a whole, a core resource's alone. */
@@ -49,14 +40,14 @@ export function feedPrefixes(sources: FeedSource[]): string[] {
   return [...new Set(sources.map((s) => (s.group ? `${REGISTRY_PREFIX}${s.group}/` : `${REGISTRY_PREFIX}${s.resource}/`)))];
 }
 
-export interface PolicyFeedOptions {
+export interface ObjectFeedOptions {
   pollMs?: number;
   log: Logger;
   /** What the feed keeps, for its log lines ('RBAC policy', 'node graph'). */
-  name?: string;
+  name: string;
 }
 
-export class PolicyFeed {
+export class ObjectFeed {
   private revision = 0;
   private synced = false;
   private stopped = false;
@@ -70,15 +61,15 @@ export class PolicyFeed {
     private readonly sink: FeedSink,
     private readonly storage: StorageClient,
     private readonly fanout: WatchFanoutClient,
-    private readonly opts: PolicyFeedOptions,
-    private readonly sources: FeedSource[] = RBAC_SOURCES,
+    private readonly opts: ObjectFeedOptions,
+    private readonly sources: FeedSource[],
   ) {
     this.kinds = new Map(sources.map((s) => [`${s.group}/${s.resource}`, s.kind]));
     this.prefixes = feedPrefixes(sources);
-    this.name = opts.name ?? 'RBAC policy';
+    this.name = opts.name;
   }
 
-  /** Whether the state has been read once (authz is ready). */
+  /** Whether the state has been read once (the sink is usable). */
   get ready(): boolean {
     return this.synced;
   }

@@ -2,11 +2,12 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { createLogger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
-import type { WatchFanoutClient } from '@svc/watch-fanout/client';
-import { PolicyFeed, feedPrefixes, type FeedSink, type FeedSource } from './policy-feed';
+import type { WatchFanoutClient } from './client';
+import { ObjectFeed, feedPrefixes, type FeedSink, type FeedSource } from './object-feed';
 
 /**
- * The one feed RBAC's policy and the Node mode's graph are kept by, against
+ * The one feed RBAC's policy, the Node mode's graph and admission's
+ * configurations are kept by, against
  * a storage and a watch-fanout in memory: a list at one revision, changes
  * under every prefix of its kinds, a relist after 410 or a change without
  * its object.
@@ -71,7 +72,7 @@ function peers(stored: Record<string, ApiObject[]>, revision: { value: number },
   return { storage, fanout, listed, asked };
 }
 
-const log = createLogger('authz-test', { level: 'error' });
+const log = createLogger('feed-test', { level: 'error' });
 const pod = (name: string, v: string) => ({ metadata: { name, namespace: 'ns' }, v });
 
 describe('the object feed', () => {
@@ -84,7 +85,7 @@ describe('the object feed', () => {
     const history: Change[] = [];
     const p = peers({ pods: [pod('a', '1')], roles: [{ metadata: { name: 'r', namespace: 'ns' }, v: '1' }] }, revision, history, { gone: 0 });
     const sink = new RecordingSink();
-    const feed = new PolicyFeed(sink, p.storage, p.fanout, { log, name: 'test state' }, SOURCES);
+    const feed = new ObjectFeed(sink, p.storage, p.fanout, { log, name: 'test state' }, SOURCES);
     await feed.step();
     expect(feed.ready).toBe(true);
     expect(p.listed).toEqual(['/pods', 'rbac.authorization.svc.io/roles', 'rbac.authorization.svc.io/clusterroles']);
@@ -113,7 +114,7 @@ describe('the object feed', () => {
     const failures = { gone: 0 };
     const p = peers(stored, revision, [], failures);
     const sink = new RecordingSink();
-    const feed = new PolicyFeed(sink, p.storage, p.fanout, { log }, SOURCES);
+    const feed = new ObjectFeed(sink, p.storage, p.fanout, { log, name: 'test state' }, SOURCES);
     await feed.step();
     stored['pods'] = [pod('b', '1')];
     revision.value = 50;
@@ -130,7 +131,7 @@ describe('the object feed', () => {
     const history: Change[] = [{ key: '/registry/pods/ns/big', revision: 6, type: watch.EventType.EVENT_TYPE_ADDED, truncated: true }];
     const p = peers(stored, revision, history, { gone: 0 });
     const sink = new RecordingSink();
-    const feed = new PolicyFeed(sink, p.storage, p.fanout, { log }, SOURCES);
+    const feed = new ObjectFeed(sink, p.storage, p.fanout, { log, name: 'test state' }, SOURCES);
     await feed.step();
     revision.value = 6;
     stored['pods'] = [pod('big', 'x')];
