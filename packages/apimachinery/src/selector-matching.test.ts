@@ -1,4 +1,4 @@
-import { fieldSelectorValue, matchesSelectors, parseFieldSelector, parseLabelSelector } from './selectors';
+import { fieldSelectorValue, labelSelectorFromObject, matchesSelectors, parseFieldSelector, parseLabelSelector } from './selectors';
 
 /** The one matcher lists and watches share: the same answer for every kind of value. */
 describe('matchesSelectors', () => {
@@ -40,5 +40,29 @@ describe('matchesSelectors', () => {
     expect(fieldSelectorValue(pod, 'status.podIP')).toBeUndefined();
     expect(fieldSelectorValue(pod, 'spec.nodeName.x')).toBeUndefined();
     expect(fieldSelectorValue(pod, 'spec.tolerations')).toBe('[{"key":"k"}]');
+  });
+});
+
+describe('labelSelectorFromObject', () => {
+  const labels = { app: 'web', tier: 'front' };
+  test.each([
+    [undefined, true],
+    [{}, true],
+    [{ matchLabels: { app: 'web' } }, true],
+    [{ matchLabels: { app: 'db' } }, false],
+    [{ matchExpressions: [{ key: 'app', operator: 'In', values: ['db', 'web'] }] }, true],
+    [{ matchExpressions: [{ key: 'app', operator: 'NotIn', values: ['web'] }] }, false],
+    [{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['x'] }] }, true],
+    [{ matchExpressions: [{ key: 'tier', operator: 'Exists' }] }, true],
+    [{ matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, false],
+    [{ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, false],
+  ])('%j matches: %s', (sel, expected) => {
+    expect(labelSelectorFromObject(sel).matches(labels)).toBe(expected);
+  });
+
+  test('an unknown operator or values that do not fit the operator are refused', () => {
+    expect(() => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] })).toThrow('"Gt" is not a valid label selector operator');
+    expect(() => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] })).toThrow("values set can't be empty");
+    expect(() => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] })).toThrow('values set must be empty');
   });
 });

@@ -97,6 +97,34 @@ export function parseLabelSelector(input: string | undefined): LabelSelector {
   return selector(requirements);
 }
 
+/** A label selector as API objects carry it (`matchLabels`, `matchExpressions`). */
+export interface LabelSelectorObject {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+const SELECTOR_OPERATORS: Record<string, LabelOperator> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' };
+
+/**
+ * The selector an object's `LabelSelector` stands for (every term must hold;
+ * an empty or missing one matches everything), with the original's checks:
+ * an unknown operator, `In`/`NotIn` without values, or `Exists`/`DoesNotExist`
+ * with values is a BadRequest naming the problem.
+ */
+export function labelSelectorFromObject(sel: LabelSelectorObject | null | undefined): LabelSelector {
+  const requirements: LabelRequirement[] = [];
+  for (const [key, value] of Object.entries(sel?.matchLabels ?? {})) requirements.push({ key, operator: '=', values: [value] });
+  for (const e of sel?.matchExpressions ?? []) {
+    const operator = SELECTOR_OPERATORS[e.operator];
+    if (!operator) throw ApiError.badRequest(`${JSON.stringify(e.operator)} is not a valid label selector operator`);
+    const values = e.values ?? [];
+    if ((operator === 'in' || operator === 'notin') && values.length === 0) throw ApiError.badRequest("for 'in', 'notin' operators, values set can't be empty");
+    if ((operator === 'exists' || operator === '!') && values.length > 0) throw ApiError.badRequest("values set must be empty for exists and does not exist");
+    requirements.push({ key: e.key, operator, values });
+  }
+  return selector(requirements);
+}
+
 export interface FieldRequirement {
   field: string;
   operator: '=' | '!=';
