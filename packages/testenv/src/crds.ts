@@ -19,30 +19,43 @@ export interface AdminTls {
   key: Buffer;
 }
 
-/** The definitions in the files and directories, in order (directories sorted by file name). */
-export function readCrdDocuments(paths: string[]): Array<Record<string, unknown>> {
+/**
+ * The YAML or JSON documents of the files and of the `.yaml`, `.yml` and
+ * `.json` files of the directories, in order (directories sorted by file
+ * name); each must be an object. A path that does not exist is an error
+ * unless `ignoreMissing`.
+ */
+export function readDocuments(paths: string[], ignoreMissing = false): Array<{ file: string; doc: Record<string, unknown> }> {
   const files: string[] = [];
   for (const p of paths) {
+    if (ignoreMissing && !fs.existsSync(p)) continue;
     if (fs.statSync(p).isDirectory()) {
       for (const name of fs.readdirSync(p).sort()) if (/\.(ya?ml|json)$/.test(name)) files.push(path.join(p, name));
     } else {
       files.push(p);
     }
   }
-  const docs: Array<Record<string, unknown>> = [];
+  const docs: Array<{ file: string; doc: Record<string, unknown> }> = [];
   for (const file of files) {
     for (const doc of yaml.loadAll(fs.readFileSync(file, 'utf8'), undefined, { schema: yaml.JSON_SCHEMA })) {
       if (doc === null || doc === undefined) continue;
       if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file}: a document is not an object`);
-      const obj = doc as Record<string, unknown>;
-      if (obj['kind'] !== 'CustomResourceDefinition') throw new Error(`${file}: expected kind CustomResourceDefinition, found ${String(obj['kind'])}`);
-      docs.push(obj);
+      docs.push({ file, doc: doc as Record<string, unknown> });
     }
   }
   return docs;
 }
 
-function call(url: string, tls: AdminTls, method: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+/** The definitions in the files and directories, in order (directories sorted by file name). */
+export function readCrdDocuments(paths: string[]): Array<Record<string, unknown>> {
+  return readDocuments(paths).map(({ file, doc }) => {
+    if (doc['kind'] !== 'CustomResourceDefinition') throw new Error(`${file}: expected kind CustomResourceDefinition, found ${String(doc['kind'])}`);
+    return doc;
+  });
+}
+
+/** One JSON request with the admin's credentials; the body parsed when it is JSON. */
+export function call(url: string, tls: AdminTls, method: string, body?: unknown): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = https.request(url, { method, ca: tls.ca, cert: tls.cert, key: tls.key, headers: { 'content-type': 'application/json', accept: 'application/json' }, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];

@@ -7,6 +7,7 @@ import { installCrds, readCrdDocuments } from './crds';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
+import { installWebhooks, prepareWebhooks, readWebhookDocuments, uninstallWebhooks, type WebhookInstallOptions, type WebhookServing } from './webhooks';
 
 /**
  * The whole system as real processes: etcd, NATS with JetStream, and every
@@ -62,6 +63,15 @@ export interface EnvironmentOptions {
    * `addresses`), on consecutive ports after the watch-fanout replicas'.
    */
   controllerManagers?: number;
+  /**
+   * Admission webhooks the test serves itself (envtest's
+   * WebhookInstallOptions): configurations from files or objects, pointed
+   * at a local address with a CA made for it, installed once the control
+   * plane is up (after `crds`). `env.webhooks` has the address, port and
+   * certificate to serve them with. Given without configurations, only
+   * the address and certificate are made.
+   */
+  webhooks?: WebhookInstallOptions;
 }
 
 export interface Environment {
@@ -77,6 +87,8 @@ export interface Environment {
   nats: NatsInstance;
   processes: ManagedProcess[];
   addresses: Record<string, string>;
+  /** Where and with what to serve the webhooks of `options.webhooks` (set only with that option). */
+  webhooks?: WebhookServing;
   /** Stops everything started, newest first. Data stays in `dir` unless `removeData`. */
   stop(removeData?: boolean): Promise<void>;
 }
@@ -135,6 +147,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const restart = options.supervise === false ? undefined : supervisorPolicy(path.join(logDir, 'supervisor.log'), options.logStream);
   let etcd: EtcdInstance | undefined;
   let nats: NatsInstance | undefined;
+  let beforeStop: (() => Promise<void>) | undefined;
   const stopAll = async (): Promise<void> => {
     for (const p of [...processes].reverse()) await p.stop();
     if (nats) await nats.process.stop();
@@ -167,6 +180,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const url = urls[0] as string;
     // Read before anything starts, so a bad file fails at once.
     const crdDocs = options.crds ? readCrdDocuments(options.crds) : [];
+    if (options.webhooks) readWebhookDocuments(options.webhooks.paths ?? [], options.webhooks.ignoreErrorIfPathMissing);
 
     // Every gRPC service serves and calls with its own internal certificate.
     const identityArgs = (service: string): string[] => {
@@ -284,8 +298,16 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         listen,
       );
     }
-    if (crdDocs.length > 0) {
-      await installCrds(urls, { ca, cert: fs.readFileSync(pki.adminCert), key: fs.readFileSync(pki.adminKey) }, crdDocs, options.crdTimeoutMs);
+    const adminTls = { ca, cert: fs.readFileSync(pki.adminCert), key: fs.readFileSync(pki.adminKey) };
+    if (crdDocs.length > 0) await installCrds(urls, adminTls, crdDocs, options.crdTimeoutMs);
+    // The port is picked once every service listens, so none of them can take it.
+    const webhooks = options.webhooks ? await prepareWebhooks(options.webhooks, path.join(dir, 'webhook-serving-certs')) : undefined;
+    if (webhooks) {
+      await installWebhooks(urls, adminTls, webhooks, options.webhooks?.timeoutMs);
+      if (options.webhooks?.uninstallOnStop) {
+        // Removed before anything stops, while the gateway still answers.
+        beforeStop = () => uninstallWebhooks(url, adminTls, webhooks);
+      }
     }
     const started = { etcd, nats };
     return {
@@ -299,8 +321,13 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       nats: started.nats,
       processes,
       addresses,
+      ...(webhooks ? { webhooks } : {}),
       async stop(removeData = false) {
-        await stopAll();
+        try {
+          await beforeStop?.();
+        } finally {
+          await stopAll();
+        }
         if (removeData) fs.rmSync(dir, { recursive: true, force: true });
       },
     };

@@ -7,6 +7,19 @@ export { freePort, waitForPort } from './ports';
 export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions, type RestartPolicy } from './process';
 export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, type NatsInstance, type NatsServerConfigOptions, type ServerTlsFiles } from './backends';
-export { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
+export { ensurePki, ensureInternalPki, ensureServingCertificate, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
 export { startEnvironment, SERVICE_ACCOUNT_ISSUER, DEFAULT_AUTHORIZATION_MODE, type Environment, type EnvironmentOptions } from './environment';
-export { installCrds, readCrdDocuments, type AdminTls } from './crds';
+export { installCrds, readCrdDocuments, readDocuments, type AdminTls } from './crds';
+export {
+  installWebhooks,
+  prepareWebhooks,
+  readWebhookDocuments,
+  uninstallWebhooks,
+  WEBHOOK_GROUP,
+  type ServiceReference,
+  type Webhook,
+  type WebhookClientConfig,
+  type WebhookConfiguration,
+  type WebhookInstallOptions,
+  type WebhookServing,
+} from './webhooks';

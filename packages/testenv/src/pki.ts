@@ -111,6 +111,22 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
   return pki;
 }
 
+/**
+ * A CA of its own and a serving certificate from it under `dir`
+ * (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`, the names a webhook server
+ * built with controller-runtime reads), for `hosts` (DNS names or IP
+ * addresses). Existing files are kept.
+ */
+export function ensureServingCertificate(dir: string, hosts: string[]): { caCert: string; cert: string; key: string } {
+  fs.mkdirSync(dir, { recursive: true });
+  ensureCa(dir, 'ca', '/CN=svc-webhook-serving-ca');
+  const files = { caCert: path.join(dir, 'ca.crt'), cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key') };
+  if (!fs.existsSync(files.cert)) {
+    issue(dir, 'tls', `/CN=${hosts[0] ?? 'localhost'}`, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sanOf(hosts)}\n`);
+  }
+  return files;
+}
+
 /** A client certificate for any user and groups, signed by the environment's CA. */
 export function issueClientCertificate(pki: Pki, name: string, user: string, groups: string[]): { cert: string; key: string } {
   const subject = [...groups.map((g) => `/O=${g}`), `/CN=${user}`].join('');
