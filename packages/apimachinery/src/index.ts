@@ -20,3 +20,4 @@ export * from './pod-references';
 export * from './group-names';
 export * from './version-priority';
 export * from './resource-version-json';
+export * from './authorization-attributes';

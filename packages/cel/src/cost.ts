@@ -17,6 +17,10 @@ import { identName, type Expr } from './ast';
 
 /** The base cost of a list or map literal. */
 const LITERAL_COST = 40;
+/** An authorization check (the admission `authorizer` library): fixed, so that an expression can make two. */
+export const AUTHORIZATION_CHECK_COST = 350_000;
+/** The authorizer library's builders and accessors: nominal. */
+const AUTHORIZER_BUILDERS = new Set(['serviceAccount', 'path', 'group', 'resource', 'subresource', 'namespace', 'name', 'allowed', 'reason', 'error', 'errored']);
 /** Beyond this nesting, the shape of input data is summarised. */
 const MAX_SHAPE_DEPTH = 12;
 /** Numbers above this are all "too costly"; keeps the arithmetic finite. */
@@ -260,6 +264,14 @@ export class CostEstimator {
         const list = all[0]?.shape ?? this.unknown;
         return { cost: add(base, list.size), shape: list.elem ?? this.unknown };
       }
+      case 'check':
+        if (c.target) return { cost: add(base, AUTHORIZATION_CHECK_COST), shape: this.unknown };
+        break;
+      case 'fieldSelector':
+      case 'labelSelector':
+        // Parsing the selector: a traversal, and a requirement for about every few characters.
+        if (c.target) return { cost: add(base, mul(size(1), 2)), shape: this.unknown };
+        break;
       case 'getQuery':
         return { cost: add(base, size(0)), shape: { size: size(0), key: { size: size(0) }, elem: { size: size(0), elem: { size: size(0) } } } };
       case 'split':
@@ -273,14 +285,13 @@ export class CostEstimator {
         const total = mul(size(0), add(1, size(2)));
         return { cost: add(base, total), shape: { size: total } };
       }
-      default: {
-        if (SCAN_FUNCTIONS.has(fn)) return { cost: add(base, ...all.map((a) => a.shape.size)), shape: SCALAR };
-        if (COPY_FUNCTIONS.has(fn)) return { cost: add(base, size(0)), shape: { size: size(0) } };
-        // Anything else (format, ...): visits all of its inputs and returns something as large as all of them.
-        const total = add(...all.map((a) => mul(a.shape.size, Math.max(1, a.shape.elem?.size ?? 1))));
-        return { cost: add(base, total), shape: { ...this.unknown, size: Math.max(1, total) } };
-      }
     }
+    if (c.target && AUTHORIZER_BUILDERS.has(fn)) return { cost: base, shape: this.unknown };
+    if (SCAN_FUNCTIONS.has(fn)) return { cost: add(base, ...all.map((a) => a.shape.size)), shape: SCALAR };
+    if (COPY_FUNCTIONS.has(fn)) return { cost: add(base, size(0)), shape: { size: size(0) } };
+    // Anything else (format, ...): visits all of its inputs and returns something as large as all of them.
+    const total = add(...all.map((a) => mul(a.shape.size, Math.max(1, a.shape.elem?.size ?? 1))));
+    return { cost: add(base, total), shape: { ...this.unknown, size: Math.max(1, total) } };
   }
 }
 

@@ -1,4 +1,4 @@
-import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
+import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelEnv, type CelFunc, type CelInput, type CelValue } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { CostEstimator, largestSize, shapeOf, unknownShape, type Shape } from './cost';
 import { inferType, referencesVariable, selectsField, TypeCheckProblem, typeName, undeclared, type CelDeclaredType } from './checks';
@@ -49,6 +49,12 @@ export class CelEvaluationError extends Error {
 
 export type CelOutcome = { ok: true; value: unknown } | { ok: false; error: CelEvaluationError };
 
+/** An outcome whose value is still a CEL value (a variable another expression reads keeps its CEL types: a double stays a double). */
+export interface CelValueOutcome {
+  outcome: { ok: true; value: CelValue } | { ok: false; error: CelEvaluationError };
+  cost: number;
+}
+
 /** An outcome with the cost charged for it (the bound it was admitted with; 0 when refused), for budgets spanning several expressions. */
 export interface CelCostedOutcome {
   outcome: CelOutcome;
@@ -71,6 +77,8 @@ export interface CompileOptions {
   resultType?: CelDeclaredType;
   /** The cost budget of one evaluation; COST_BUDGET by default. */
   costBudget?: number;
+  /** Functions beyond the Kubernetes library that this expression's environment has (the admission authorizer library). */
+  functions?: readonly CelFunc[];
 }
 
 export interface CompiledExpression {
@@ -82,6 +90,8 @@ export interface CompiledExpression {
   evaluate(values: Readonly<Record<string, unknown>>, options?: EvaluateOptions): CelOutcome;
   /** As evaluate, with the cost charged. */
   evaluateWithCost(values: Readonly<Record<string, unknown>>, options?: EvaluateOptions): CelCostedOutcome;
+  /** As evaluateWithCost, the value left as CEL made it. */
+  evaluateToCel(values: Readonly<Record<string, unknown>>, options?: EvaluateOptions): CelValueOutcome;
   /** Whether the expression selects `<variable>.<field>` anywhere (how the original detects `claims.email`). */
   selects(variable: string, field: string): boolean;
   /** Whether the expression reads the variable at all (a transition rule reads `oldSelf`). */
@@ -103,6 +113,8 @@ export interface CompiledExpression {
  */
 export function toCel(value: unknown, type: CelDeclaredType = 'dyn', cache?: CelInputCache): CelInput {
   if (value === null || value === undefined) return null;
+  // Values that are CEL already (an authorizer, lazily evaluated variables) are given as they are.
+  if (isCelMap(value) || isCelList(value)) return value;
   if (typeof value === 'object' && typeof type === 'object' && cache) return cache.converted(value, type, () => convert(value, type, cache));
   return convert(value, type, cache);
 }
@@ -157,6 +169,11 @@ export class CelInputCache {
     return input;
   }
 
+  /** Records the shape of a value whose parts cannot be walked (a lazily evaluated map, once its parts are known). */
+  describe(value: object, shape: Shape): void {
+    this.shapes.set(value, shape);
+  }
+
   shape(value: unknown): Shape {
     if (typeof value !== 'object' || value === null) return shapeOf(value);
     let shape = this.shapes.get(value);
@@ -177,6 +194,18 @@ export function fromCel(value: CelValue): unknown {
 }
 
 const env = celEnv({ funcs: [...strings, ...kubernetesLibrary] });
+/** Environments with more functions, one per function list. */
+const extendedEnvs = new WeakMap<readonly CelFunc[], CelEnv>();
+
+function environment(functions: readonly CelFunc[] | undefined): CelEnv {
+  if (!functions || functions.length === 0) return env;
+  let extended = extendedEnvs.get(functions);
+  if (!extended) {
+    extended = celEnv({ funcs: [...strings, ...kubernetesLibrary, ...functions] });
+    extendedEnvs.set(functions, extended);
+  }
+  return extended;
+}
 
 function accepts(wanted: CelDeclaredType, actual: CelDeclaredType): boolean {
   return wanted === 'dyn' || actual === 'dyn' || typeName(wanted) === typeName(actual);
@@ -219,7 +248,7 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
   }
   let run: (ctx: Record<string, CelInput>) => CelValue;
   try {
-    run = plan(env, parsed) as (ctx: Record<string, CelInput>) => CelValue;
+    run = plan(environment(options.functions), parsed) as (ctx: Record<string, CelInput>) => CelValue;
   } catch (err) {
     throw new CelCompileError(field, `Invalid value: compilation failed: ${(err as Error).message}`);
   }
@@ -241,7 +270,11 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
     evaluate(values, evaluation) {
       return this.evaluateWithCost(values, evaluation).outcome;
     },
-    evaluateWithCost(values, evaluation = {}) {
+    evaluateWithCost(values, evaluation) {
+      const { cost, outcome } = this.evaluateToCel(values, evaluation);
+      return { cost, outcome: outcome.ok ? { ok: true, value: fromCel(outcome.value) } : outcome };
+    },
+    evaluateToCel(values, evaluation = {}) {
       const cache = evaluation.cache ?? new CelInputCache();
       const limit = Math.min(budget, evaluation.costBudget ?? budget);
       const cost = estimateCost(values, cache);
@@ -255,7 +288,7 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
         return { cost, outcome: { ok: false, error: new CelEvaluationError('Runtime', (err as Error).message) } };
       }
       if (isCelError(result)) return { cost, outcome: { ok: false, error: new CelEvaluationError('Runtime', result.message) } };
-      return { cost, outcome: { ok: true, value: fromCel(result) } };
+      return { cost, outcome: { ok: true, value: result } };
     },
   };
 }

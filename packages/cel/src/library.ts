@@ -240,4 +240,9 @@ export const LIBRARY_RESULT_TYPES: Readonly<Record<string, CelDeclaredType>> = {
   compareTo: 'int',
   add: 'quantity',
   sub: 'quantity',
+  // The admission authorizer library's decisions (admission.ts).
+  allowed: 'bool',
+  errored: 'bool',
+  reason: 'string',
+  error: 'string',
 };

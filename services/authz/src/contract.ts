@@ -1,4 +1,4 @@
-import type { UserInfo } from '@svc/apimachinery';
+import type { AuthorizationAttributes } from '@svc/apimachinery';
 
 /**
  * The authorization contract: what a caller asks (the attributes of a
@@ -7,25 +7,8 @@ import type { UserInfo } from '@svc/apimachinery';
  */
 export type Decision = 'allow' | 'deny' | 'no-opinion';
 
-export interface Attributes {
-  user: UserInfo;
-  resourceRequest: boolean;
-  verb: string;
-  path: string;
-  apiGroup: string;
-  apiVersion: string;
-  resource: string;
-  subresource: string;
-  namespace: string;
-  name: string;
-  /**
-   * The request's `labelSelector` and `fieldSelector` as sent (list, watch,
-   * deletecollection): modes that allow reads only through a selector (Node)
-   * parse them. Absent or empty: no selector.
-   */
-  labelSelector?: string;
-  fieldSelector?: string;
-}
+/** What is asked (shared with the admission expressions' authorizer library). */
+export type Attributes = AuthorizationAttributes;
 
 export interface AuthorizerDecision {
   decision: Decision;
