@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { Etcd3 } from 'etcd3';
 import { connect } from 'nats';
 import { benchRbac } from './rbac-decision';
+import { benchAdmission, formatAdmission, type AdmissionFigures } from './admission';
 import { benchApply } from './apply';
 import { startEnvironment, type Environment } from '@svc/testenv';
 
@@ -288,6 +289,13 @@ const SCENARIOS: Record<string, Scenario> = {
       return { figures, lines: formatWatchers(figures) };
     },
   },
+  /** Creates with nothing configured, one validating webhook on loopback, a policy of three CEL validations. */
+  admission: {
+    run: async (env, client) => {
+      const figures = await benchAdmission(env, client);
+      return { figures, lines: formatAdmission(figures) };
+    },
+  },
   /** Unpaged lists (consistent and resourceVersion=0, gzip) next to the etcd range read. */
   lists: {
     run: async (env, client, etcd) => {
@@ -393,6 +401,7 @@ async function main(): Promise<void> {
     Object.assign(results, await benchLists(env, client, etcd));
 
     results['validationRules'] = await benchValidationRules((method, p, body) => client.request(method, p, body));
+    results['admission'] = await benchAdmission(env, client);
     // Last: the definitions stay installed, so they would weigh on the figures after them.
     results['customResources'] = await benchCustomResources(env, client);
     results['rbacDecision'] = benchRbac(10000);
@@ -430,6 +439,7 @@ async function main(): Promise<void> {
   const floor = results['httpsFloor'] as { ratePerSecond: number; serverCpuMs: number } | undefined;
   if (floor) lines.push(`bare express on HTTPS, same POSTs: ${floor.serverCpuMs.toFixed(2)} ms CPU per request (${floor.ratePerSecond} req/s)`);
   lines.push(...formatValidationRules(results['validationRules'] as ValidationRulesFigures));
+  lines.push(...formatAdmission(results['admission'] as AdmissionFigures));
   process.stdout.write(lines.join('\n') + '\n');
   fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));
