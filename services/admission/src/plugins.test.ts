@@ -1,4 +1,5 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { requestAttributes } from './testing/attributes';
 import { namespaceLifecycle, runMutating, runValidating, serviceAccountDefaults, type AdmissionAttributes, type AdmissionPlugin } from './plugins';
 
 const namespaces = new Map<string, ApiObject>([
@@ -7,19 +8,7 @@ const namespaces = new Map<string, ApiObject>([
 ]);
 const plugin = namespaceLifecycle({ getNamespace: async (n) => namespaces.get(n) });
 
-const attrs = (over: Partial<AdmissionAttributes>): AdmissionAttributes => ({
-  operation: 'CREATE',
-  kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-  resource: { group: '', version: 'v1', resource: 'configmaps' },
-  subresource: '',
-  namespace: 'live',
-  name: 'x',
-  userInfo: { username: 'u', uid: '', groups: [], extra: {} },
-  object: {},
-  oldObject: undefined,
-  dryRun: false,
-  ...over,
-});
+const attrs = (over: Partial<AdmissionAttributes>): AdmissionAttributes => requestAttributes({ namespace: 'live', name: 'x', userInfo: { username: 'u', uid: '', groups: [], extra: {} }, object: {}, ...over });
 
 describe('NamespaceLifecycle', () => {
   test('creating in an existing active namespace is admitted', async () => {
