@@ -78,6 +78,31 @@ const ARITHMETIC = new Set(['_+_', '_-_', '_*_', '_/_', '_%_', '-_']);
 /** A problem the type inference found, with the offending expression's description. */
 export class TypeCheckProblem extends Error {}
 
+const ORDERING = new Set(['_<_', '_<=_', '_>_', '_>=_']);
+const NUMERIC = new Set(['int', 'uint', 'double']);
+/** The types whose operators are checked: where a value certainly has one of these, a mismatch certainly fails. */
+const PRIMITIVES = new Set(['bool', 'int', 'uint', 'double', 'string', 'bytes', 'null_type']);
+
+/**
+ * Refuses an operator whose operands certainly have types it has no
+ * overload for, as the original's checker does (`found no matching
+ * overload for '_>_' applied to '(int, string)'`): ordering between
+ * different types other than numbers (numbers compare across types),
+ * arithmetic between different types or on types without it. Operands of
+ * unknown or composite type are not judged.
+ */
+function checkOperands(fn: string, operands: readonly CelDeclaredType[]): void {
+  if (operands.length !== 2 || !(ORDERING.has(fn) || ARITHMETIC.has(fn))) return;
+  const [a, b] = operands.map(typeName) as [string, string];
+  if (!PRIMITIVES.has(a) || !PRIMITIVES.has(b)) return;
+  let ok: boolean;
+  if (ORDERING.has(fn)) ok = (NUMERIC.has(a) && NUMERIC.has(b)) || (a === b && a !== 'null_type');
+  else if (fn === '_+_') ok = a === b && (NUMERIC.has(a) || a === 'string' || a === 'bytes');
+  else if (fn === '_%_') ok = a === b && (a === 'int' || a === 'uint');
+  else ok = a === b && NUMERIC.has(a);
+  if (!ok) throw new TypeCheckProblem(`found no matching overload for '${fn}' applied to '(${a}, ${b})'`);
+}
+
 function sameType(a: CelDeclaredType, b: CelDeclaredType): boolean {
   return typeName(a) === typeName(b);
 }
@@ -141,6 +166,7 @@ export function inferType(e: Expr | undefined, scope: ReadonlyMap<string, CelDec
       const args = k.value.args.map((a) => inferType(a, scope));
       const all = target !== undefined ? [target, ...args] : args;
       const fn = k.value.function;
+      if (target === undefined) checkOperands(fn, args);
       if (BOOL_FUNCTIONS.has(fn)) return 'bool';
       if (INT_FUNCTIONS.has(fn)) return 'int';
       if (STRING_FUNCTIONS.has(fn)) return 'string';

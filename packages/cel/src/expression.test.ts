@@ -33,4 +33,20 @@ describe('the shared CEL layer', () => {
     const costly = compile('a.groups.all(g, a.groups.all(h, g == h))', { field: 'f', variables: { a: request }, costBudget: 100 }).evaluate({ a: { groups: Array.from({ length: 20 }, (_, i) => `g${i}`) } });
     expect(!costly.ok && costly.error.reason).toBe('CostExceeded');
   });
+
+  test('an operator applied to operands of types it has no overload for is a compile error; numbers compare across types', () => {
+    const vars = { s: { object: { n: 'int', d: 'double', name: 'string', on: 'bool' } } as CelDeclaredType, x: 'dyn' as CelDeclaredType };
+    const refused: Array<[string, string]> = [
+      ["s.n > 'three'", "found no matching overload for '_>_' applied to '(int, string)'"],
+      ['s.name < 1', "found no matching overload for '_<_' applied to '(string, int)'"],
+      ["s.name + 1 == 'a1'", "found no matching overload for '_+_' applied to '(string, int)'"],
+      ['s.n + s.d > 0.0', "found no matching overload for '_+_' applied to '(int, double)'"],
+      ['s.d % 2.0 == 0.0', "found no matching overload for '_%_' applied to '(double, double)'"],
+      ['s.on < true || s.name - s.name == ""', "found no matching overload for '_-_' applied to '(string, string)'"],
+    ];
+    for (const [source, message] of refused) expect(() => compile(source, { field: 'f', variables: vars })).toThrow(new CelCompileError('f', `Invalid value: compilation failed: ${message}`));
+    for (const ok of ['s.n > 1.5', 's.n + 2 > s.d', "s.name + '!' == 'a!'", 's.n % 2 == 0', "x > 'a' && x + 1 > 2", 's.on < true', "s.name < 'b'"]) {
+      expect(compile(ok, { field: 'f', variables: vars }).source).toBe(ok);
+    }
+  });
 });
