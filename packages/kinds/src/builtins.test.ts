@@ -54,6 +54,10 @@ describe('builtinResources', () => {
       'authorization.svc.io/v1/localsubjectaccessreviews:LocalSubjectAccessReview',
       'authorization.svc.io/v1/selfsubjectaccessreviews:SelfSubjectAccessReview',
       'authorization.svc.io/v1/selfsubjectrulesreviews:SelfSubjectRulesReview',
+      'admissionregistration.svc.io/v1/mutatingwebhookconfigurations:MutatingWebhookConfiguration',
+      'admissionregistration.svc.io/v1/validatingwebhookconfigurations:ValidatingWebhookConfiguration',
+      'admissionregistration.svc.io/v1/validatingadmissionpolicies:ValidatingAdmissionPolicy',
+      'admissionregistration.svc.io/v1/validatingadmissionpolicybindings:ValidatingAdmissionPolicyBinding',
       'apiextensions.svc.io/v1/customresourcedefinitions:CustomResourceDefinition',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
@@ -77,10 +81,24 @@ describe('builtinResources', () => {
       endpoints: ['ep'],
       events: ['ev'],
       leases: [],
+      mutatingwebhookconfigurations: [],
+      validatingwebhookconfigurations: [],
+      validatingadmissionpolicies: [],
+      validatingadmissionpolicybindings: [],
       customresourcedefinitions: ['crd', 'crds'],
     });
     expect(defs.filter((d) => d.categories.includes('all')).map((d) => d.plural)).toEqual(['pods', 'services']);
-    expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual(['namespaces', 'nodes', 'clusterroles', 'clusterrolebindings', 'customresourcedefinitions']);
+    expect(defs.filter((d) => !d.namespaced && !d.virtual).map((d) => d.plural)).toEqual([
+      'namespaces',
+      'nodes',
+      'clusterroles',
+      'clusterrolebindings',
+      'mutatingwebhookconfigurations',
+      'validatingwebhookconfigurations',
+      'validatingadmissionpolicies',
+      'validatingadmissionpolicybindings',
+      'customresourcedefinitions',
+    ]);
     expect(defs.filter((d) => d.virtual).every((d) => d.verbs.join() === 'create')).toBe(true);
     for (const d of defs) {
       expect(d.listKind).toBe(`${d.kind}List`);
@@ -90,7 +108,7 @@ describe('builtinResources', () => {
 
   it('gives status subresources to the kinds that have one', () => {
     const withStatus = defs.filter((d) => d.subresources.some((s) => s.name === 'status')).map((d) => d.plural);
-    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'customresourcedefinitions']);
+    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'validatingadmissionpolicies', 'customresourcedefinitions']);
   });
 
   it('has structural schemas with consistent merge markers', () => {

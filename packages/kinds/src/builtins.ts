@@ -1,4 +1,5 @@
 import type { ResourceDefinition, ResourceRegistry } from '@svc/apimachinery';
+import { admissionRegistrationDefinitions } from './admissionregistration';
 import { authenticationDefinitions } from './authentication';
 import { authorizationDefinitions } from './authorization';
 import { configMapDefinition } from './config-map';
@@ -30,6 +31,7 @@ export function builtinResources(): ResourceDefinition[] {
     ...authenticationDefinitions(),
     ...rbacDefinitions(),
     ...authorizationDefinitions(),
+    ...admissionRegistrationDefinitions(),
     customResourceDefinitionDefinition(),
   ];
 }

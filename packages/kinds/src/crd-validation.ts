@@ -3,6 +3,7 @@ import { dns1035LabelErrors, dnsSubdomainErrors, duplicate, forbidden, invalid, 
 import { asList, asRecord, asString, isRecord, type Fields } from './object-access';
 import { defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
 import { compileValidationRules, hasValidationRules } from './validation-rules';
+import { webhookClientConfigErrors } from './webhook-client-config';
 
 /**
  * The original server's validation of a CustomResourceDefinition (v1):
@@ -169,34 +170,7 @@ const CONVERSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
 function validateWebhookClientConfig(config: Fields | undefined, path: string): StatusCause[] {
   if (!config) return [required(path, 'required when strategy is set to Webhook')];
-  const causes: StatusCause[] = [];
-  const url = config['url'];
-  const service = asRecord(config['service']);
-  if ((url === undefined || url === '') === !service) causes.push(required(path, 'exactly one of url or service is required'));
-  if (typeof url === 'string' && url !== '') {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(url);
-    } catch {
-      causes.push(invalid(`${path}.url`, url, 'host must be specified'));
-    }
-    if (parsed) {
-      if (parsed.protocol !== 'https:') causes.push(invalid(`${path}.url`, url, "'https' is the only allowed URL scheme"));
-      if (parsed.username || parsed.password) causes.push(invalid(`${path}.url`, url, 'user information is not permitted in the URL'));
-      if (parsed.hash || url.includes('#')) causes.push(invalid(`${path}.url`, url, 'fragments are not permitted in the URL'));
-      if (parsed.search || url.includes('?')) causes.push(invalid(`${path}.url`, url, 'query parameters are not permitted in the URL'));
-    }
-  }
-  if (service) {
-    for (const field of ['name', 'namespace']) if (!asString(service[field])) causes.push(required(`${path}.service.${field}`));
-    const servicePath = service['path'];
-    if (servicePath !== undefined && (typeof servicePath !== 'string' || !servicePath.startsWith('/'))) causes.push(invalid(`${path}.service.path`, servicePath, "must start with a '/'"));
-    const port = service['port'];
-    if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) causes.push(invalid(`${path}.service.port`, port, 'port is not valid: must be between 1 and 65535, inclusive'));
-  }
-  const caBundle = config['caBundle'];
-  if (caBundle !== undefined && (typeof caBundle !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(caBundle))) causes.push(invalid(`${path}.caBundle`, '<bytes>', 'must be base64-encoded'));
-  return causes;
+  return webhookClientConfigErrors(config, path);
 }
 
 function validateConversionReviewVersions(raw: unknown, path: string): StatusCause[] {

@@ -47,6 +47,33 @@ export { LEASE_GROUP, LEASE_SCHEMA, leaseDefinition } from './lease';
 export { AUTHENTICATION_GROUP, SELF_SUBJECT_REVIEW_SCHEMA, TOKEN_REQUEST_SCHEMA, TOKEN_REVIEW_SCHEMA, authenticationDefinitions } from './authentication';
 export { BOOTSTRAPPERS_GROUP, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_USER_PREFIX, CLUSTER_INFO_CONFIG_MAP, JWS_KEY_PREFIX, bootstrapSecretMatches, bootstrapTokenExpired, parseBootstrapToken, readBootstrapTokenSecret, type BootstrapTokenSecret } from './bootstrap-token';
 export { CLUSTER_ROLE_BINDING_SCHEMA, CLUSTER_ROLE_SCHEMA, RBAC_GROUP, RBAC_GROUP_UPSTREAM, ROLE_BINDING_SCHEMA, ROLE_SCHEMA, rbacDefinitions } from './rbac';
+export {
+  ADMISSION_KINDS,
+  ADMISSIONREGISTRATION_GROUP,
+  ADMISSIONREGISTRATION_GROUP_UPSTREAM,
+  ADMISSIONREGISTRATION_RESOURCES,
+  DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+  admissionRegistrationDefinitions,
+  applyValidatingAdmissionPolicyBindingDefaults,
+  applyValidatingAdmissionPolicyDefaults,
+  applyWebhookConfigurationDefaults,
+} from './admissionregistration';
+export {
+  MUTATING_WEBHOOK_CONFIGURATION_SCHEMA,
+  VALIDATING_ADMISSION_POLICY_BINDING_SCHEMA,
+  VALIDATING_ADMISSION_POLICY_SCHEMA,
+  VALIDATING_WEBHOOK_CONFIGURATION_SCHEMA,
+} from './admissionregistration-schemas';
+export {
+  ADMISSION_REVIEW_VERSIONS,
+  MAX_MATCH_CONDITIONS,
+  labelSelectorErrors,
+  matchConditionsErrors,
+  validateValidatingAdmissionPolicy,
+  validateValidatingAdmissionPolicyBinding,
+  validateWebhookConfiguration,
+} from './admissionregistration-validation';
+export { webhookClientConfigErrors } from './webhook-client-config';
 export { AUTHORIZATION_GROUP, LOCAL_SUBJECT_ACCESS_REVIEW_SCHEMA, SELF_SUBJECT_ACCESS_REVIEW_SCHEMA, SUBJECT_ACCESS_REVIEW_SCHEMA, authorizationDefinitions } from './authorization';
 export {
   API_APPROVED_ANNOTATION,
@@ -63,5 +90,5 @@ export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from 
 export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';
 export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
 export { applySchemaDefaults, validateValue } from './schema-values';
-export { compileValidationRules, MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, type CompiledRules, type RuleValidator } from './validation-rules';
+export { compileValidationRules, declaredType, MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, type CompiledRules, type RuleValidator } from './validation-rules';
 export { AUTOSCALING_GROUP, SCALE_PRINTER_COLUMNS, SCALE_SCHEMA, SCALE_SUBRESOURCE, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas, type ScaleView } from './scale';

@@ -1,6 +1,6 @@
 import type { ApiObject, ResourceDefinition, StatusCause } from '@svc/apimachinery';
-import { STANDARD_VERBS } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
+import { groupKindDefinition } from './group-definition';
 import { indexPath, invalid, notSupported, required, typeInvalid } from './field-errors';
 import { asList, asRecord, asString } from './object-access';
 import { LABEL_SELECTOR_SCHEMA, objectSchema } from './object-meta';
@@ -167,26 +167,7 @@ function subjectNames(kind: string) {
 }
 
 function definition(kind: string, plural: string, namespaced: boolean, schema: Schema, extra: Partial<ResourceDefinition>): ResourceDefinition {
-  return {
-    group: RBAC_GROUP,
-    version: 'v1',
-    kind,
-    listKind: `${kind}List`,
-    plural,
-    singular: kind.toLowerCase(),
-    shortNames: [],
-    categories: [],
-    namespaced,
-    verbs: [...STANDARD_VERBS],
-    subresources: [],
-    schema,
-    printerColumns: [],
-    strategy: {},
-    openApiName: `io.svc.api.rbac.v1.${kind}`,
-    allowUnconditionalUpdate: true,
-    nameValidation: 'path-segment',
-    ...extra,
-  };
+  return groupKindDefinition(RBAC_GROUP, 'v1', kind, plural, namespaced, schema, { allowUnconditionalUpdate: true, nameValidation: 'path-segment', ...extra });
 }
 
 function bindingColumns(): ResourceDefinition['printerColumns'] {

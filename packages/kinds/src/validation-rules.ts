@@ -254,7 +254,7 @@ function costMessage(what: string, cost: number, limit: number): string {
   return `${what} exceeds budget by factor of ${costFactor(cost, limit)} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`;
 }
 
-function compileCause(err: CelCompileError, source: string, prefix = ''): StatusCause {
+export function compileCause(err: CelCompileError, source: string, prefix = ''): StatusCause {
   const detail = err.detail;
   if (detail.startsWith('Invalid value: ')) return invalid(err.field, source, `${prefix}${detail.slice('Invalid value: '.length)}`);
   if (detail.startsWith('Required value')) return required(err.field, `${prefix}${detail.replace(/^Required value:? ?/, '')}`);

@@ -235,6 +235,7 @@ describe('documents follow the registry', () => {
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
         'apis/authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authorization.svc.io/v1?hash=authorization.svc.io-v1' },
+        'apis/admissionregistration.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/admissionregistration.svc.io/v1?hash=admissionregistration.svc.io-v1' },
         'apis/apiextensions.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/apiextensions.svc.io/v1?hash=apiextensions.svc.io-v1' },
       },
     });
@@ -356,6 +357,13 @@ describe('discovery documents', () => {
           name: 'authorization.svc.io',
           versions: [{ groupVersion: 'authorization.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'authorization.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'admissionregistration.svc.io',
+          versions: [{ groupVersion: 'admissionregistration.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'admissionregistration.svc.io/v1', version: 'v1' },
         },
         {
           kind: 'APIGroup',

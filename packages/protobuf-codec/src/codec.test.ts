@@ -90,6 +90,40 @@ describe('decoding bodies as the upstream encoder writes them', () => {
   });
 });
 
+describe('admissionregistration.svc.io/v1 as the upstream encoder writes it', () => {
+  it('reads a ValidatingWebhookConfiguration: webhooks (2) with name (1), clientConfig (2: url 3, caBundle 2), rules (3: operations 1, the embedded rule 2), objectSelector (10), matchConditions (11)', () => {
+    const rule = [...str(1, 'CREATE'), ...bytes(2, [...str(1, ''), ...str(2, 'v1'), ...str(3, 'pods'), ...str(4, 'Namespaced')])];
+    const hook = [
+      ...str(1, 'deny.example.com'),
+      ...bytes(2, [...str(3, 'https://127.0.0.1:9443/validate'), ...bytes(2, [1, 2, 3])]),
+      ...bytes(3, rule),
+      ...str(4, 'Ignore'),
+      ...int(7, 5),
+      ...str(8, 'v1'),
+      ...bytes(10, [entry(1, 'team', 'a')].flat()),
+      ...bytes(11, [...str(1, 'not-leases'), ...str(2, 'true')]),
+    ];
+    const obj = codec.decode(envelope('admissionregistration.svc.io/v1', 'ValidatingWebhookConfiguration', [...bytes(1, str(1, 'hooks')), ...bytes(2, hook)]));
+    expect(obj).toEqual({
+      apiVersion: 'admissionregistration.svc.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'hooks' },
+      webhooks: [
+        {
+          name: 'deny.example.com',
+          clientConfig: { url: 'https://127.0.0.1:9443/validate', caBundle: 'AQID' },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }],
+          failurePolicy: 'Ignore',
+          timeoutSeconds: 5,
+          admissionReviewVersions: ['v1'],
+          objectSelector: { matchLabels: { team: 'a' } },
+          matchConditions: [{ name: 'not-leases', expression: 'true' }],
+        },
+      ],
+    });
+  });
+});
+
 describe('round trips through the protobuf form', () => {
   it('keeps every field of a Pod, including quantities, int-or-string, empty messages and managed fields', () => {
     const pod: ApiObject = {
@@ -126,6 +160,65 @@ describe('round trips through the protobuf form', () => {
       status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: '2024-05-06T07:08:10Z' }] },
     };
     expect(codec.decode(codec.encode(pod))).toEqual(pod);
+  });
+
+  it('keeps every field of a ValidatingAdmissionPolicy, its binding and a MutatingWebhookConfiguration', () => {
+    const selector = { matchLabels: { env: 'prod' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'b'] }] };
+    const rules = [{ resourceNames: ['one'], operations: ['CREATE', 'UPDATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments', 'deployments/scale'], scope: '*' }];
+    const policy: ApiObject = {
+      apiVersion: 'admissionregistration.svc.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'replicas', generation: 2 },
+      spec: {
+        paramKind: { apiVersion: 'v1', kind: 'ConfigMap' },
+        matchConstraints: { namespaceSelector: selector, objectSelector: {}, resourceRules: rules, excludeResourceRules: rules, matchPolicy: 'Equivalent' },
+        validations: [{ expression: 'object.spec.replicas < 5', message: 'too many', reason: 'Invalid', messageExpression: '"x"' }],
+        failurePolicy: 'Fail',
+        auditAnnotations: [{ key: 'replicas', valueExpression: 'string(object.spec.replicas)' }],
+        matchConditions: [{ name: 'c', expression: 'true' }],
+        variables: [{ name: 'v', expression: '1' }],
+      },
+      status: {
+        observedGeneration: 2,
+        typeChecking: { expressionWarnings: [{ fieldRef: 'spec.validations[0].expression', warning: 'no such key' }] },
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2024-05-06T07:08:09Z', reason: 'Checked', message: 'type checked' }],
+      },
+    };
+    expect(codec.decode(codec.encode(policy))).toEqual(policy);
+    const binding: ApiObject = {
+      apiVersion: 'admissionregistration.svc.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: 'replicas' },
+      spec: {
+        policyName: 'replicas',
+        paramRef: { namespace: 'default', selector, parameterNotFoundAction: 'Deny' },
+        matchResources: { namespaceSelector: {}, objectSelector: selector, resourceRules: rules, matchPolicy: 'Exact' },
+        validationActions: ['Warn', 'Audit'],
+      },
+    };
+    expect(codec.decode(codec.encode(binding))).toEqual(binding);
+    const mutating: ApiObject = {
+      apiVersion: 'admissionregistration.svc.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: 'inject' },
+      webhooks: [
+        {
+          name: 'inject.example.com',
+          clientConfig: { service: { namespace: 'system', name: 'inject', path: '/mutate', port: 8443 }, caBundle: 'AQID' },
+          rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'], scope: '*' }],
+          failurePolicy: 'Fail',
+          matchPolicy: 'Equivalent',
+          namespaceSelector: selector,
+          objectSelector: {},
+          sideEffects: 'NoneOnDryRun',
+          timeoutSeconds: 10,
+          admissionReviewVersions: ['v1', 'v1beta1'],
+          reinvocationPolicy: 'IfNeeded',
+          matchConditions: [{ name: 'c', expression: 'request.dryRun == false' }],
+        },
+      ],
+    };
+    expect(codec.decode(codec.encode(mutating))).toEqual(mutating);
   });
 
   it('writes the prefix, then the envelope with typeMeta (1) and raw (2)', () => {

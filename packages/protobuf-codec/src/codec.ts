@@ -25,6 +25,8 @@ const PACKAGES: Record<string, string> = {
   'authorization.svc.io/v1': 'svc.api.authorization.v1',
   'authorization.k8s.io/v1': 'svc.api.authorization.v1',
   'rbac.authorization.k8s.io/v1': 'svc.api.rbac.v1',
+  'admissionregistration.svc.io/v1': 'svc.api.admissionregistration.v1',
+  'admissionregistration.k8s.io/v1': 'svc.api.admissionregistration.v1',
   // Aggregated discovery (served at /api and /apis, never stored); v2beta1's messages are v2's.
   'apidiscovery.svc.io/v2': 'svc.api.apidiscovery.v2',
   'apidiscovery.svc.io/v2beta1': 'svc.api.apidiscovery.v2',

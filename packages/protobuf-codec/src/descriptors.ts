@@ -5,6 +5,7 @@ import { file_svc_api_authentication_v1_generated } from './gen/svc/api/authenti
 import { file_svc_api_authentication_v1beta1_generated } from './gen/svc/api/authentication/v1beta1/generated_pb';
 import { file_svc_api_authorization_v1_generated } from './gen/svc/api/authorization/v1/generated_pb';
 import { file_svc_api_rbac_v1_generated } from './gen/svc/api/rbac/v1/generated_pb';
+import { file_svc_api_admissionregistration_v1_generated } from './gen/svc/api/admissionregistration/v1/generated_pb';
 import { file_svc_api_coordination_v1_generated } from './gen/svc/api/coordination/v1/generated_pb';
 import { file_svc_api_core_v1_generated } from './gen/svc/api/core/v1/generated_pb';
 import { file_svc_api_meta_v1_generated } from './gen/svc/api/meta/v1/generated_pb';
@@ -21,5 +22,6 @@ export const API_REGISTRY: Registry = createRegistry(
   file_svc_api_authentication_v1beta1_generated,
   file_svc_api_rbac_v1_generated,
   file_svc_api_authorization_v1_generated,
+  file_svc_api_admissionregistration_v1_generated,
   file_svc_api_apidiscovery_v2_generated,
 );
