@@ -170,6 +170,25 @@ describe('the authorizer library', () => {
     expect(asked).toEqual(['get /healthz', 'create deployments']);
   });
 
+  test('two variables waiting for the same decision are both evaluated again once it is known', async () => {
+    const { variables, env } = compileAdmissionVariables(
+      [
+        { name: 'healthz', expression: 'authorizer.path("/healthz").check("get").allowed()' },
+        { name: 'again', expression: 'authorizer.path("/healthz").check("get").reason() == ""' },
+      ],
+      { authorizer: true },
+    );
+    const a = new AdmissionActivation({ object, request, variables });
+    const p = compileAdmissionExpression('variables.healthz && variables.again', env);
+    let asked = 0;
+    const r = await evaluateWithAuthorizer(p, a, async () => {
+      asked++;
+      return { decision: 'allow', reason: '' };
+    });
+    expect(r.outcome).toEqual({ ok: true, value: true });
+    expect(asked).toBe(1);
+  });
+
   test('serviceAccount checks as the service account; invalid names are errors', async () => {
     const asked: AuthorizationCheck[] = [];
     const ask = async (c: AuthorizationCheck): Promise<AuthorizationDecision> => {

@@ -236,6 +236,8 @@ export function admissionRequestValue(r: AdmissionRequestInput): AdmissionReques
 class AuthorizerSession {
   readonly decisions = new Map<string, AuthorizationDecision>();
   readonly pending = new Map<string, AuthorizationCheck>();
+  /** How many times a decision was wanted and not known (a check already pending counts again). */
+  misses = 0;
 
   constructor(private readonly known: CelAuthorizer | undefined) {}
 
@@ -247,6 +249,7 @@ class AuthorizerSession {
       if (decision) this.decisions.set(key, decision);
     }
     if (decision) return decision;
+    this.misses++;
     this.pending.set(key, check);
     throw new Error(`authorizer: the decision for ${check.verb} ${check.resourceRequest ? `${check.resource}${check.subresource ? `/${check.subresource}` : ''}` : check.path} is not available`);
   }
@@ -534,14 +537,14 @@ export class AdmissionActivation {
     if (!program) return { ok: false, error: new CelEvaluationError('Runtime', `no such key: ${name}`) };
     if (this.evaluating.has(name)) return { ok: false, error: new CelEvaluationError('Runtime', `variable ${name} refers to itself`) };
     this.evaluating.add(name);
-    const pendingBefore = this.session.pending.size;
+    const missesBefore = this.session.misses;
     try {
       const options: EvaluateOptions = { cache: this.cache };
       if (this.variableBudget !== undefined) options.costBudget = this.variableBudget;
       const { outcome, cost } = program.evaluateToCel(this.bindings(program), options);
       this.variableCost += cost;
       const result: VariableOutcome = outcome.ok ? outcome : { ok: false, error: new CelEvaluationError(outcome.error.reason, `composited variable "${name}" failed: ${outcome.error.message}`) };
-      if (this.session.pending.size === pendingBefore) this.outcomes.set(name, result);
+      if (this.session.misses === missesBefore) this.outcomes.set(name, result);
       return result;
     } finally {
       this.evaluating.delete(name);
