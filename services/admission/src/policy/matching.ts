@@ -1,4 +1,4 @@
-import { ApiError, canonicalGroup, labelSelectorFromObject, type ApiObject, type LabelSelectorObject } from '@svc/apimachinery';
+import { ApiError, canonicalGroup, labelSelectorFromObject, type ApiObject, type LabelSelector, type LabelSelectorObject } from '@svc/apimachinery';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 
 /**
@@ -114,6 +114,25 @@ export function resourceRulesMatch(rules: readonly NamedRuleWithOperations[], ma
   return NO_MATCH;
 }
 
+/** Selectors parsed once per configuration object (they are read on every request); a broken one throws its error each time. */
+const parsedSelectors = new WeakMap<LabelSelectorObject, LabelSelector | Error>();
+const EVERYTHING = labelSelectorFromObject(undefined);
+
+export function parseSelector(selector: LabelSelectorObject | null | undefined): LabelSelector {
+  if (!selector) return EVERYTHING;
+  let parsed = parsedSelectors.get(selector);
+  if (!parsed) {
+    try {
+      parsed = labelSelectorFromObject(selector);
+    } catch (err) {
+      parsed = err as Error;
+    }
+    parsedSelectors.set(selector, parsed);
+  }
+  if (parsed instanceof Error) throw parsed;
+  return parsed;
+}
+
 function labelsOf(obj: ApiObject | undefined): Record<string, string> | undefined {
   return obj?.metadata?.labels;
 }
@@ -127,7 +146,7 @@ function labelsOf(obj: ApiObject | undefined): Record<string, string> | undefine
 async function namespaceSelected(selector: LabelSelectorObject | null | undefined, attrs: AdmissionAttributes, namespaces: NamespaceReader): Promise<boolean> {
   const name = requestNamespace(attrs);
   if (name === '' && !isNamespaceResource(attrs.resource)) return true;
-  const parsed = labelSelectorFromObject(selector);
+  const parsed = parseSelector(selector);
   if (parsed.empty) return true;
   if (isNamespaceResource(attrs.resource) && attrs.subresource === '' && (attrs.operation === 'CREATE' || attrs.operation === 'UPDATE')) {
     return parsed.matches(labelsOf(attrs.object));
@@ -139,7 +158,7 @@ async function namespaceSelected(selector: LabelSelectorObject | null | undefine
 
 /** Whether the object selector selects the new or the old object (a missing object is never selected). */
 function objectSelected(selector: LabelSelectorObject | null | undefined, attrs: AdmissionAttributes): boolean {
-  const parsed = labelSelectorFromObject(selector);
+  const parsed = parseSelector(selector);
   if (parsed.empty) return true;
   const matches = (obj: ApiObject | undefined): boolean => obj !== undefined && obj !== null && parsed.matches(labelsOf(obj) ?? {});
   return matches(attrs.object) || matches(attrs.oldObject);

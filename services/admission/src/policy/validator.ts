@@ -1,10 +1,10 @@
-import { ApiError, labelSelectorFromObject, type ApiObject, type LabelSelectorObject, type StatusReason } from '@svc/apimachinery';
+import { ApiError, type ApiObject, type LabelSelectorObject, type StatusReason } from '@svc/apimachinery';
 import { AdmissionActivation, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer, type CelCostedOutcome, type CompiledExpression } from '@svc/cel';
 import { MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 import { PolicyCompilations, type Compiled, type CompiledPolicy, type FailurePolicy } from './compile';
-import { isAdmissionConfigurationResource, matchesResources, NO_EQUIVALENTS, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
+import { isAdmissionConfigurationResource, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
 import { parseApiVersion, type ParamReader, type ParamResource } from './params';
 
 /**
@@ -354,7 +354,7 @@ export class PolicyValidator {
       const found = await this.opts.params.get(resource, namespace, ref.name);
       params = found ? [found] : [];
     } else if (ref.selector) {
-      const selector = labelSelectorFromObject(ref.selector);
+      const selector = parseSelector(ref.selector);
       params = (await this.opts.params.list(resource, namespace)).filter((p) => selector.matches(p.metadata?.labels ?? {}));
     } else {
       throw new Error('one of name or selector must be provided');
