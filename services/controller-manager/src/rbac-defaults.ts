@@ -80,6 +80,7 @@ export const CONTROLLER_ACCOUNTS: Record<string, string> = {
   bootstrapsigner: 'bootstrap-signer',
   tokencleaner: 'token-cleaner',
   customresourcedefinition: 'customresourcedefinition-controller',
+  'validatingadmissionpolicy-status': 'validatingadmissionpolicy-status-controller',
 };
 
 /**
@@ -104,7 +105,8 @@ const accountSubject = (account: string): Record<string, string> => ({ kind: 'Se
  * namespaces of every kind, the service-account controller creates accounts,
  * aggregation rewrites aggregated ClusterRoles (escalate: they hold what
  * their sources hold), the definitions controller accepts custom resource
- * definitions and deletes the objects of deleted ones, the bootstrap signer reads token Secrets and keeps
+ * definitions and deletes the objects of deleted ones, the policy status controller writes the type
+ * checking status of ValidatingAdmissionPolicies, the bootstrap signer reads token Secrets and keeps
  * cluster-info, the token cleaner deletes expired token Secrets, the shared
  * informers list and watch what the controllers follow. The
  * controller-manager itself may only create those accounts and their tokens,
@@ -140,6 +142,7 @@ function controllerObjects(): ApiObject[] {
         { verbs: ['list', 'delete', 'deletecollection'], apiGroups: ['*'], resources: ['*'] },
       ],
     ],
+    [CONTROLLER_ACCOUNTS['validatingadmissionpolicy-status'] as string, [{ verbs: ['update', 'patch'], apiGroups: ['admissionregistration.svc.io'], resources: ['validatingadmissionpolicies/status'] }]],
   ];
   // What the shared informers follow: every collection a controller watches, to list and watch only.
   clusterWide.push([
@@ -148,6 +151,7 @@ function controllerObjects(): ApiObject[] {
       { verbs: ['list', 'watch'], apiGroups: [''], resources: ['namespaces', 'serviceaccounts'] },
       { verbs: ['list', 'watch'], apiGroups: [RBAC], resources: ['clusterroles'] },
       { verbs: ['list', 'watch'], apiGroups: ['apiextensions.svc.io'], resources: ['customresourcedefinitions'] },
+      { verbs: ['list', 'watch'], apiGroups: ['admissionregistration.svc.io'], resources: ['validatingadmissionpolicies'] },
     ],
   ]);
   const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;

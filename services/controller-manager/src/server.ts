@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import { createLogger, type Logger } from '@svc/service-kit';
+import { AdmissionPolicyStatusController } from './admission-policy-status';
 import { BootstrapSigner, TokenCleaner } from './bootstrap-controllers';
 import { ApiClient, loadKubeconfig, type Credentials } from './client';
 import { realClock, sleep } from './clock';
@@ -64,7 +65,7 @@ export const DEFAULT_LEASE_NAMESPACE = SYSTEM_NAMESPACE;
 const LEADER_HEALTH_SLACK_MS = 20_000;
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
-export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition'];
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition', 'validatingadmissionpolicy-status'];
 export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
 
 /**
@@ -185,6 +186,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   });
   add('clusterrole-aggregation', () => new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), informers, controllerLog('clusterrole-aggregation')));
   add('customresourcedefinition', () => new CustomResourceDefinitionController(clientFor('customresourcedefinition'), informers, controllerLog('customresourcedefinition')));
+  add('validatingadmissionpolicy-status', () => new AdmissionPolicyStatusController(clientFor('validatingadmissionpolicy-status'), informers, controllerLog('validatingadmissionpolicy-status')));
   add('tokencleaner', () => new TokenCleaner(clientFor('tokencleaner'), informers, controllerLog('tokencleaner'), { resyncMs }));
   // Every replica writes the defaults, as every replica of the original server does at start: they are idempotent.
   let bootstrap: Runnable | undefined;
