@@ -51,6 +51,8 @@ export interface CompiledPolicy {
   matchConditions: CompiledMatchCondition[];
   validations: CompiledValidation[];
   auditAnnotations: CompiledAuditAnnotation[];
+  /** Whether any expression (a variable included) reads `namespaceObject`: the namespace is read only then. */
+  readsNamespaceObject: boolean;
 }
 
 interface PolicySpec {
@@ -105,7 +107,7 @@ export function compilePolicy(policy: ApiObject): CompiledPolicy {
     if (name !== undefined) broken.set(name, compileFailure(err));
   });
   const messageEnv: AdmissionCelEnv = { ...env, authorizer: false };
-  return {
+  const compiled: Omit<CompiledPolicy, 'readsNamespaceObject'> = {
     name: policy.metadata?.name ?? '',
     uid: policy.metadata?.uid ?? '',
     resourceVersion: policy.metadata?.resourceVersion ?? '',
@@ -127,6 +129,13 @@ export function compilePolicy(policy: ApiObject): CompiledPolicy {
       value: compileOne(a.valueExpression ?? '', env, broken, `spec.auditAnnotations[${i}].valueExpression`),
     })),
   };
+  const programs = [
+    ...compiled.variables.map((v) => v.program),
+    ...compiled.matchConditions.map((c) => c.check.program),
+    ...compiled.validations.flatMap((v) => [v.check.program, v.messageExpression?.program]),
+    ...compiled.auditAnnotations.map((a) => a.value.program),
+  ];
+  return { ...compiled, readsNamespaceObject: programs.some((p) => p?.references('namespaceObject') ?? false) };
 }
 
 /**

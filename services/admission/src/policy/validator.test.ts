@@ -255,6 +255,20 @@ describe('the variables of an expression', () => {
     expect(out.warnings).toEqual([]);
   });
 
+  test('the namespace is read only for policies that use namespaceObject; a missing one is NotFound', async () => {
+    const reads: string[] = [];
+    const { source, validator } = setup({ namespaces: { getNamespace: async (n) => (reads.push(n), namespaces.get(n)) } });
+    source.put('ValidatingAdmissionPolicy', policy('p', { validations: [{ expression: "object.data.size == 'large'" }] }));
+    source.put('ValidatingAdmissionPolicyBinding', binding('b', 'p'));
+    await validator.validate(attrs({ namespace: 'gone' }));
+    expect(reads).toEqual([]);
+    source.put('ValidatingAdmissionPolicy', policy('p', { variables: [{ name: 'env', expression: 'namespaceObject.metadata.labels.env' }], validations: [{ expression: "variables.env == 'prod'" }] }));
+    await validator.validate(attrs());
+    const err = await refusal(validator.validate(attrs({ namespace: 'gone' })));
+    expect([err.code, err.message]).toEqual([404, 'namespaces "gone" not found']);
+    expect(reads).toEqual(['team-a', 'gone']);
+  });
+
   test('on DELETE object is null and oldObject is the stored object', async () => {
     const { source, validator } = setup();
     source.put('ValidatingAdmissionPolicy', policy('p', { validations: [{ expression: "object == null && oldObject.data.size == 'large'", message: 'unexpected' }] }));

@@ -262,7 +262,7 @@ export class PolicyValidator {
           continue;
         }
         if (params.length === 0) continue;
-        const ns = await namespaceOf();
+        const ns = policy.readsNamespaceObject ? await namespaceOf() : undefined;
         const actions = spec.validationActions ?? [];
         for (const param of params) {
           const activation = new AdmissionActivation({
@@ -315,7 +315,11 @@ export class PolicyValidator {
     return outcome;
   }
 
-  /** The namespace `namespaceObject` shows: none for cluster-scoped requests and for namespaces themselves. */
+  /**
+   * The namespace `namespaceObject` shows: none for cluster-scoped requests
+   * and for namespaces themselves; one that does not exist is a NotFound, as
+   * upstream answers. Read only for policies whose expressions use it.
+   */
   private async namespaceObject(attrs: PolicyAttributes): Promise<ApiObject | undefined> {
     const isNamespaceKind = attrs.kind.group === '' && attrs.kind.version === 'v1' && attrs.kind.kind === 'Namespace';
     const name = isNamespaceKind ? '' : attrs.namespace;
