@@ -4,4 +4,4 @@
  */
 export { PolicyValidator, VALIDATION_FAILURE_ANNOTATION, MAX_AUDIT_ANNOTATION_VALUE_LENGTH, type PolicyAttributes, type PolicyKind, type PolicyOutcome, type PolicySource, type PolicyValidatorOptions, type ValidationFailureValue } from './validator';
 export { storageParams, type ParamReader, type ParamResource, type StorageParamsOptions } from './params';
-export { isAdmissionConfigurationResource, matchesResources, NO_EQUIVALENTS, type EquivalentResource, type EquivalentResourceMapper, type MatchResources } from './matching';
+export { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResource, type EquivalentResourceMapper, type MatchedRequest, type MatchResources } from './matching';

@@ -1,5 +1,6 @@
 import { ApiError, canonicalGroup, labelSelectorFromObject, type ApiObject, type LabelSelector, type LabelSelectorObject } from '@svc/apimachinery';
-import type { AdmissionAttributes, NamespaceReader } from '../plugins';
+import type { UserInfo } from '@svc/apimachinery';
+import type { AdmissionAttributes, AdmissionOperation, NamespaceReader } from '../plugins';
 
 /**
  * Which requests a policy's `matchConstraints` (or a binding's
@@ -207,4 +208,47 @@ const CONFIGURATION_KINDS = new Set(['ValidatingWebhookConfiguration', 'Mutating
  */
 export function isAdmissionConfigurationResource(attrs: Pick<AdmissionAttributes, 'kind'>): boolean {
   return canonicalGroup(attrs.kind.group) === 'admissionregistration.svc.io' && CONFIGURATION_KINDS.has(attrs.kind.kind);
+}
+
+/**
+ * The request as an admission hook (a policy's `request`, a webhook's
+ * AdmissionRequest) sees it: the kind and resource it matched as (another
+ * version's under `Equivalent`), and those the client asked for.
+ */
+export interface MatchedRequest {
+  kind: GroupVersionKind;
+  resource: GroupVersionResource;
+  subResource: string;
+  requestKind: GroupVersionKind;
+  requestResource: GroupVersionResource;
+  requestSubResource: string;
+  name: string;
+  namespace: string;
+  operation: AdmissionOperation;
+  userInfo: UserInfo;
+  dryRun: boolean;
+  /** The operation's options object; null when the caller has none. */
+  options: unknown;
+}
+
+export function matchedRequest(attrs: AdmissionAttributes & { options?: unknown }, matched: { kind: GroupVersionKind; resource: GroupVersionResource }): MatchedRequest {
+  return {
+    kind: matched.kind,
+    resource: matched.resource,
+    subResource: attrs.subresource,
+    requestKind: attrs.kind,
+    requestResource: attrs.resource,
+    requestSubResource: attrs.subresource,
+    name: attrs.name,
+    namespace: attrs.namespace,
+    operation: attrs.operation,
+    userInfo: attrs.userInfo,
+    dryRun: attrs.dryRun,
+    options: attrs.options ?? null,
+  };
+}
+
+/** Several errors as one message, as the original's aggregate error reads: the one alone, else `[a, b]`. */
+export function aggregateErrors(messages: readonly string[]): string {
+  return messages.length === 1 ? (messages[0] as string) : `[${messages.join(', ')}]`;
 }

@@ -4,7 +4,7 @@ import { MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET 
 import type { Logger } from '@svc/service-kit';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 import { PolicyCompilations, type Compiled, type CompiledPolicy, type FailurePolicy } from './compile';
-import { isAdmissionConfigurationResource, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
+import { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
 import { parseApiVersion, type ParamReader, type ParamResource } from './params';
 
 /**
@@ -115,11 +115,6 @@ function celTypeName(value: unknown): string {
   if (value instanceof Uint8Array) return 'bytes';
   if (typeof value === 'object' && value !== null) return 'map';
   return typeof value;
-}
-
-/** Several errors as one, as the original's aggregate reads. */
-function aggregate(messages: string[]): string {
-  return messages.length === 1 ? (messages[0] as string) : `[${messages.join(', ')}]`;
 }
 
 /** What a namespace is to `namespaceObject`: its metadata's identifying parts, spec and status (as upstream's CreateNamespaceObject). */
@@ -268,20 +263,7 @@ export class PolicyValidator {
           const activation = new AdmissionActivation({
             object: attrs.operation === 'DELETE' ? null : (attrs.object ?? null),
             oldObject: attrs.oldObject ?? null,
-            request: {
-              kind: matched.kind,
-              resource: matched.resource,
-              subResource: attrs.subresource,
-              requestKind: attrs.kind,
-              requestResource: attrs.resource,
-              requestSubResource: attrs.subresource,
-              name: attrs.name,
-              namespace: attrs.namespace,
-              operation: attrs.operation,
-              userInfo: attrs.userInfo,
-              dryRun: attrs.dryRun,
-              options: attrs.options ?? null,
-            },
+            request: matchedRequest(attrs, matched),
             params: param,
             namespaceObject: ns ? namespaceObjectOf(ns) : null,
             variables: policy.variables,
@@ -421,7 +403,7 @@ export class PolicyValidator {
       return policy.failurePolicy === 'Ignore' ? false : this.errorDecision(policy, err.message);
     }
     if (errors.length === 0) return true;
-    return policy.failurePolicy === 'Ignore' ? false : this.errorDecision(policy, aggregate(errors));
+    return policy.failurePolicy === 'Ignore' ? false : this.errorDecision(policy, aggregateErrors(errors));
   }
 
   /** A compiled expression's value, or its error as evaluation reports it. */
