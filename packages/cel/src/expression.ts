@@ -154,6 +154,7 @@ function convert(value: unknown, type: CelDeclaredType, cache: CelInputCache | u
 export class CelInputCache {
   private readonly conversions = new WeakMap<object, Map<CelDeclaredType, CelInput>>();
   private readonly shapes = new WeakMap<object, Shape>();
+  private readonly largest = new WeakMap<object, number>();
 
   converted(value: object, type: CelDeclaredType, make: () => CelInput): CelInput {
     let byType = this.conversions.get(value);
@@ -172,6 +173,17 @@ export class CelInputCache {
   /** Records the shape of a value whose parts cannot be walked (a lazily evaluated map, once its parts are known). */
   describe(value: object, shape: Shape): void {
     this.shapes.set(value, shape);
+  }
+
+  /** The largest size within a value (what bounds the parts no shape describes), measured once per object. */
+  largestSize(value: unknown): number {
+    if (typeof value !== 'object' || value === null) return largestSize(value);
+    let size = this.largest.get(value);
+    if (size === undefined) {
+      size = largestSize(value);
+      this.largest.set(value, size);
+    }
+    return size;
   }
 
   shape(value: unknown): Shape {
@@ -254,7 +266,7 @@ export function compile(source: string, options: CompileOptions): CompiledExpres
   }
   const estimateCost = (values: Readonly<Record<string, unknown>>, cache = new CelInputCache()): number => {
     const scope = new Map(names.map((n) => [n, cache.shape(values[n])]));
-    const largest = Math.max(1, ...names.map((n) => largestSize(values[n])));
+    const largest = Math.max(1, ...names.map((n) => cache.largestSize(values[n])));
     return new CostEstimator(unknownShape(largest)).estimate(expr, scope).cost;
   };
   return {
