@@ -5,7 +5,7 @@ import { ApiError, type ResourceRegistry } from '@svc/apimachinery';
 import { AdmissionClient } from '@svc/admission/client';
 import { AuthnClient } from '@svc/authn/client';
 import { AuthzClient } from '@svc/authz/client';
-import { createLogger, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
+import { createLogger, WebhookAgents, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
 import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
@@ -19,7 +19,7 @@ import { WatchHub } from './watch/watch-hub';
 import { WriteBatcher } from './watch/write-batcher';
 import { CachedStorage, DEFAULT_CACHE_OPTIONS, type CacheOptions } from './cache/cached-storage';
 import { WatchConversions } from './conversion/watch-conversion';
-import { WebhookAgents } from './conversion/webhook-agents';
+import { conversionWebhooks } from './conversion/converter';
 import { conversionOptions } from './registry/store';
 import { SERVER_USER, ensureSystemNamespaces } from './registry/system-namespaces';
 
@@ -116,7 +116,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const limits = { ...DEFAULT_LIMITS, ...config.limits };
   const webhookAgents = new WebhookAgents();
   const watchWrites = new WriteBatcher(limits.watchWriteIntervalMs);
-  const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(config.registry.all()));
+  const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(conversionWebhooks(config.registry.all())));
   const deps: GatewayDeps = {
     registry: config.registry,
     storage: cache ?? storage,

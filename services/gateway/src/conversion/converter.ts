@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError, type ApiObject, type ConversionWebhookConfig, type ConversionStrategy } from '@svc/apimachinery';
-import { postJson, type WebhookReply } from '@svc/service-kit';
+import { ApiError, type ApiObject, type ConversionWebhookConfig, type ConversionStrategy, type ResourceDefinition } from '@svc/apimachinery';
+import { postJson, type WebhookAgents, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
 import { conversionReviewRequest, convertedObjectsFrom, reviewVersionFor } from './conversion-review';
-import type { WebhookAgents } from './webhook-agents';
 
 /**
  * Converts objects of one kind between its versions, as a definition's
@@ -35,6 +34,16 @@ export type ReviewPoster = (webhook: ConversionWebhookConfig, body: string, time
 function reviewPoster(agents: WebhookAgents | undefined): ReviewPoster {
   return (webhook, body, timeoutMs, maxBytes) =>
     postJson({ server: webhook.url, ...(webhook.caBundle ? { ca: webhook.caBundle } : {}) }, body, timeoutMs, maxBytes, agents?.agentFor(webhook));
+}
+
+/** The conversion webhooks of `defs` (whose kept-alive connections stay open). */
+export function conversionWebhooks(defs: Iterable<ResourceDefinition>): WebhookEndpoint[] {
+  const out: WebhookEndpoint[] = [];
+  for (const def of defs) {
+    const conversion = def.storageVersioning?.conversion;
+    if (conversion?.strategy === 'Webhook') out.push(conversion.webhook);
+  }
+  return out;
 }
 
 export const DEFAULT_WEBHOOK_CONVERTER_OPTIONS: WebhookConverterOptions = {

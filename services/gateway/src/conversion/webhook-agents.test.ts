@@ -1,9 +1,9 @@
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ApiObject, ConversionWebhookConfig, ResourceDefinition } from '@svc/apimachinery';
+import { WebhookAgents } from '@svc/service-kit';
 import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
-import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, WebhookConverter } from './converter';
-import { WebhookAgents } from './webhook-agents';
+import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, WebhookConverter, conversionWebhooks } from './converter';
 
 /** A conversion webhook over loopback HTTPS that counts the TCP connections made to it. */
 describe('kept-alive connections to conversion webhooks', () => {
@@ -64,26 +64,14 @@ describe('kept-alive connections to conversion webhooks', () => {
     const converter = new WebhookConverter(webhook, { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, agents });
     await review(converter);
     const using = { storageVersioning: { conversion: { strategy: 'Webhook', webhook } } } as unknown as ResourceDefinition;
-    agents.retain([using]);
+    agents.retain(conversionWebhooks([using]));
     await review(converter);
     expect([connections, agents.size]).toEqual([1, 1]);
     // The definition changed its CA bundle (or went): its old agent goes.
-    agents.retain([{ storageVersioning: { conversion: { strategy: 'Webhook', webhook: { ...webhook, caBundle: Buffer.from('other') } } } } as unknown as ResourceDefinition]);
+    agents.retain(conversionWebhooks([{ storageVersioning: { conversion: { strategy: 'Webhook', webhook: { ...webhook, caBundle: Buffer.from('other') } } } } as unknown as ResourceDefinition]));
     expect(agents.size).toBe(0);
     await review(converter);
     expect(connections).toBe(2);
-    agents.destroy();
-  });
-
-  it('keeps at most its bound of agents, the least recently used going first', () => {
-    const agents = new WebhookAgents(2);
-    const a = agents.agentFor({ ...webhook, url: 'https://a.example/' });
-    agents.agentFor({ ...webhook, url: 'https://b.example/' });
-    expect(agents.agentFor({ ...webhook, url: 'https://a.example/' })).toBe(a);
-    agents.agentFor({ ...webhook, url: 'https://c.example/' });
-    expect(agents.size).toBe(2);
-    // b was the least recently used; a is still the same agent.
-    expect(agents.agentFor({ ...webhook, url: 'https://a.example/' })).toBe(a);
     agents.destroy();
   });
 });
