@@ -56,7 +56,11 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
     // One deadline for the whole exchange: an idle timeout alone would let a
     // webhook that trickles its answer hold the caller indefinitely.
     const deadline = setTimeout(() => req.destroy(new Error(`the webhook did not answer within ${timeoutMs} ms`)), timeoutMs);
+    // The first outcome stands: an answer over the limit is refused even when its end has already arrived.
+    let settled = false;
     const settle = <T>(fn: (value: T) => void) => (value: T) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(deadline);
       fn(value);
     };
@@ -76,7 +80,8 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
         res.on('data', (c: Buffer) => {
           size += c.length;
           if (size > maxBytes) {
-            req.destroy(new Error(`the webhook's answer is larger than ${maxBytes} bytes`));
+            settle(reject)(new Error(`the webhook's answer is larger than ${maxBytes} bytes`));
+            req.destroy();
             return;
           }
           chunks.push(c);
