@@ -6,6 +6,7 @@
  */
 export type { Schema, SchemaType } from '@svc/apimachinery';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json';
+export { jsonEqual } from './json';
 export { MergeError } from './errors';
 export type { FieldConflict, MergeErrorCause, MergeErrorReason } from './errors';
 export type { FieldPath, PathElement } from './path';
