@@ -232,7 +232,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       ],
       addresses['authz'] as string,
     );
-    await launch('admission', 'admission', [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`], addresses['admission'] as string);
+    await launch(
+      'admission',
+      'admission',
+      [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`, `--authz-address=${addresses['authz']}`],
+      addresses['admission'] as string,
+    );
     for (const [i, addr] of fanoutAddresses.entries()) {
       await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);
     }

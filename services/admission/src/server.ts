@@ -1,9 +1,18 @@
 import { ApiError, isStringifiedObject, type ApiObject } from '@svc/apimachinery';
+import { AuthzClient } from '@svc/authz/client';
+import type { AuthorizationCheck, AuthorizationDecision } from '@svc/cel';
 import { admission } from '@svc/proto';
 import { CallsServer, TtlCache, createLogger, fromProtoUser, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { StorageClient } from '@svc/storage/client';
+import { WatchFanoutClient } from '@svc/watch-fanout/client';
+import type { ObjectFeed } from '@svc/watch-fanout/feed';
+import { AdmissionConfigurations, type AdmissionConfigurationReader } from './configurations';
 import { nodeRestriction, type PodReader } from './node-restriction';
-import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionAttributes, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
+import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
+import { PolicyValidator, isAdmissionConfigurationResource, storageParams, type PolicyOutcome } from './policy';
+import { AdmissionRecord, AdmissionWebhooks, type WebhookAttributes } from './webhook/dispatcher';
+import type { IsolationOptions } from './webhook/isolation';
+import { mutateWithReinvocation } from './webhook/reinvocation';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -14,9 +23,55 @@ export interface AdmissionConfig {
   internalTls: InternalTlsFiles;
   /** Address of the storage service, for plugins that read state. */
   storageAddress: string;
-  /** How long an Active namespace is remembered by the namespace lifecycle check (0: always read). */
+  /** How long an Active namespace is remembered by the namespace lifecycle check and the selectors of webhooks and policies (0: always read). */
   namespaceCacheTtlMs?: number;
+  /**
+   * watch-fanout, where the admission configurations (webhook
+   * configurations, policies and bindings) are followed; without it none
+   * are used and only the built-in plugins run.
+   */
+  watchFanoutAddress?: string;
+  /** The authorization service, asked by the `authorizer` of CEL expressions; without it every such check errs. */
+  authzAddress?: string;
+  /** How often the configurations are looked at for changes (200 ms by default). */
+  configurationPollMs?: number;
+  /** How webhooks are called. */
+  webhooks?: WebhookSettings;
+  /**
+   * The ValidatingAdmissionPolicy step of the validating phase (after the
+   * built-in plugins, before the validating webhooks); the policy validator
+   * by default.
+   */
+  validatingPolicies?: (deps: AdmissionStepDeps) => ValidatingPolicyStep;
   logger?: Logger;
+}
+
+export interface WebhookSettings {
+  /** The largest webhook answer read (a larger one is a failed call). */
+  maxResponseBytes?: number;
+  /** When a failing webhook is isolated and for how long. */
+  isolation?: IsolationOptions;
+  /** The certificate and key presented to webhooks. */
+  clientCertificate?: { cert: Buffer; key: Buffer };
+}
+
+/** What an admission step can read. */
+export interface AdmissionStepDeps {
+  configurations: AdmissionConfigurationReader;
+  namespaces: NamespaceReader;
+  storage: StorageClient;
+  authorize: (check: AuthorizationCheck) => Promise<AuthorizationDecision>;
+  log: Logger;
+}
+
+/** Validates a request (resolves with its warnings and audit annotations; throws the ApiError that refuses it). */
+export interface ValidatingPolicyStep {
+  validate(attrs: WebhookAttributes): Promise<PolicyOutcome>;
+}
+
+/** The default ValidatingAdmissionPolicy step. */
+export function policyValidator(deps: AdmissionStepDeps): ValidatingPolicyStep {
+  return new PolicyValidator({ source: deps.configurations, namespaces: deps.namespaces, params: storageParams(deps.storage), authorize: deps.authorize, log: deps.log });
 }
 
 export interface AdmissionHandle {
@@ -117,19 +172,68 @@ export function storagePods(storage: StorageClient): PodReader {
   };
 }
 
-/** Starts the admission service with the built-in plugins. */
+/** How long a request waits for the configurations to be read once (the service just started) before it is answered 503. */
+const CONFIGURATIONS_WAIT_MS = 10_000;
+
+/** Resolves once `configurations` have been read (or refuses with 503 after `waitMs`). */
+async function configurationsLoaded(configurations: AdmissionConfigurationReader, waitMs = CONFIGURATIONS_WAIT_MS): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  while (!configurations.ready) {
+    if (Date.now() >= deadline) throw ApiError.serviceUnavailable('admission webhooks and policies are not loaded yet');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Starts the admission service: the built-in plugins and, with watch-fanout
+ * to follow their configurations, admission webhooks and
+ * ValidatingAdmissionPolicies. Mutating: the built-in plugins, then the
+ * mutating webhooks (with reinvocation). Validating: the built-in plugins,
+ * then the policies, then the validating webhooks.
+ */
 export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   const log = config.logger ?? createLogger('admission');
   const tls = loadInternalTls(config.internalTls);
   const storage = new StorageClient(config.storageAddress, tls);
-  const plugins: AdmissionPlugin[] = [serviceAccountDefaults(), namespaceLifecycle(storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0)), nodeRestriction(storagePods(storage))];
+  const namespaces = storageNamespaces(storage, config.namespaceCacheTtlMs ?? 0);
+  const plugins: AdmissionPlugin[] = [serviceAccountDefaults(), namespaceLifecycle(namespaces), nodeRestriction(storagePods(storage))];
+  const authz = config.authzAddress ? new AuthzClient(config.authzAddress, tls) : undefined;
+  const authorize = async (check: AuthorizationCheck): Promise<AuthorizationDecision> => {
+    if (!authz) return { decision: 'no-opinion', reason: '', error: 'the admission service has no authorizer configured (--authz-address)' };
+    return authz.authorize(check, { timeoutMs: 5000 });
+  };
+  let fanout: WatchFanoutClient | undefined;
+  let feed: ObjectFeed | undefined;
+  let webhooks: AdmissionWebhooks | undefined;
+  let policies: ValidatingPolicyStep | undefined;
+  let configurations: AdmissionConfigurations | undefined;
+  if (config.watchFanoutAddress) {
+    const followed = new AdmissionConfigurations();
+    configurations = followed;
+    fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
+    feed = followed.follow(storage, fanout, { log, ...(config.configurationPollMs !== undefined ? { pollMs: config.configurationPollMs } : {}) });
+    const settings = config.webhooks ?? {};
+    webhooks = new AdmissionWebhooks({
+      configurations: followed,
+      namespaces,
+      authorize,
+      log,
+      ...(settings.maxResponseBytes !== undefined ? { maxResponseBytes: settings.maxResponseBytes } : {}),
+      ...(settings.isolation ? { isolation: settings.isolation } : {}),
+      ...(settings.clientCertificate ? { clientCertificate: settings.clientCertificate } : {}),
+    });
+    policies = (config.validatingPolicies ?? policyValidator)({ configurations: followed, namespaces, storage, authorize, log });
+  } else {
+    log.info('no --watch-fanout-address: admission webhooks and policies are off');
+  }
   const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];
       if (!operation) throw ApiError.badRequest('admission request without an operation');
       const object = requestObject(req.object, 'object');
       const oldObject = requestObject(req.oldObject, 'oldObject');
-      const attrs: AdmissionAttributes = {
+      const options = requestObject(req.options, 'options');
+      const attrs: WebhookAttributes = {
         operation,
         kind: { group: req.kind?.group ?? '', version: req.kind?.version ?? '', kind: req.kind?.kind ?? '' },
         resource: { group: req.resource?.group ?? '', version: req.resource?.version ?? '', resource: req.resource?.resource ?? '' },
@@ -143,28 +247,41 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
         get oldObject() {
           return oldObject();
         },
+        get options() {
+          return options();
+        },
         dryRun: req.dryRun,
       };
+      const record = new AdmissionRecord();
+      const answer = (validated: boolean, mutated?: Buffer): admission.AdmitResponse => ({ object: mutated ?? Buffer.alloc(0), warnings: record.warnings, auditAnnotations: record.auditAnnotations, validated, mutatedBy: record.mutatedBy });
+      // Webhooks and policies act on what is configured: the configurations are read once before any request is admitted.
+      if (configurations && !isAdmissionConfigurationResource(attrs)) await configurationsLoaded(configurations);
       if (req.phase === admission.Phase.PHASE_MUTATING || req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING) {
-        const result = await runMutating(plugins, attrs);
+        const result = await mutateWithReinvocation(attrs, (a) => runMutating(plugins, a), webhooks, record);
         const mutated = result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : undefined;
         // Validation in the same call only holds for the object the caller already validated.
-        if (mutated || req.phase === admission.Phase.PHASE_MUTATING) return { object: mutated ?? Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: false };
+        if (mutated || req.phase === admission.Phase.PHASE_MUTATING) return answer(false, mutated);
       }
       await runValidating(plugins, attrs);
+      if (policies) record.merge(await policies.validate(attrs));
+      await webhooks?.validate(attrs, record);
       ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
-      return { object: Buffer.alloc(0), warnings: [], auditAnnotations: {}, validated: true };
+      return answer(true);
     }),
   };
   const calls = new CallsServer(log, admission.AdmissionService, unaryMethods, ['admit']);
   const implementation: admission.AdmissionServer = { ...unaryMethods, calls: calls.handler };
   const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, drain: () => calls.drain() });
-  log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name) });
+  log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name), webhooks: webhooks !== undefined });
   return {
     address: server.address,
     port: server.port,
     close: async () => {
       await server.close();
+      await feed?.stop();
+      webhooks?.close();
+      fanout?.close();
+      authz?.close();
       storage.close();
     },
   };

@@ -12,8 +12,8 @@ import { nodeAuthorizer } from './node-authorizer';
 import { RBAC_SOURCES, RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
 
-/** Who may call this service (the identities of the internal certificates). */
-const ALLOWED_CALLERS = ['gateway'];
+/** Who may call this service (the identities of the internal certificates): the gateway, and admission for the authorizer of CEL expressions. */
+const ALLOWED_CALLERS = ['gateway', 'admission'];
 
 export interface AuthzConfig {
   listen: string;

@@ -10,8 +10,8 @@ import { History } from './history';
 import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 import { Publisher, setResourceVersion } from './publisher';
 
-/** Who may call this service (the identities of the internal certificates). */
-const ALLOWED_CALLERS = ['gateway', 'authz'];
+/** Who may call this service (the identities of the internal certificates): gateways, and authz and admission for the state they follow. */
+const ALLOWED_CALLERS = ['gateway', 'authz', 'admission'];
 
 export interface WatchFanoutConfig {
   listen: string;

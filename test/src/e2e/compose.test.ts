@@ -534,6 +534,8 @@ describe('deploy/kubernetes', () => {
         'authn -> storage:7101',
         'authz -> storage:7101',
         'authz -> watch-fanout:7105',
+        'admission -> watch-fanout:7105',
+        'admission -> authz:7103',
         'gateway -> authn:7102',
         'gateway -> authz:7103',
         'gateway -> admission:7104',
