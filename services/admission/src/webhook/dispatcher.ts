@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { AdmissionActivation, COST_BUDGET, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer } from '@svc/cel';
 import { jsonEqual, jsonPatch, type JsonValue } from '@svc/merge';
-import { WebhookAgents, postJson, type Logger, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
+import { WebhookAgents, postJson, type LogFields, type Logger, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
 import type { AdmissionConfigurationReader } from '../configurations';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 import { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource } from '../policy/matching';
 import { WebhookSource, type CompiledWebhook } from './compile';
-import { WebhookCallError, dryRunUnsupported, webhookRejection } from './errors';
+import { WebhookCallError, WebhookIsolatedError, dryRunUnsupported, webhookRejection } from './errors';
 import { DEFAULT_ISOLATION, WebhookIsolation, type IsolationOptions } from './isolation';
 import type { ReinvocationState } from './reinvocation';
 import { InvalidReviewResponse, admissionReviewRequest, admissionReviewResponse, type AdmissionReviewResponse } from './review';
@@ -252,13 +252,16 @@ export class AdmissionWebhooks {
    */
   private failed(hook: CompiledWebhook, failure: unknown, record: AdmissionRecord, failedOpenKey: string): void {
     if (!(failure instanceof WebhookCallError)) throw failure;
+    // An isolated webhook's skipped calls are not logged one by one: its isolation is.
+    const isolated = failure instanceof WebhookIsolatedError;
+    const log = (msg: string, fields: LogFields): void => (isolated ? this.opts.log.debug(msg, fields) : this.opts.log.warn(msg, fields));
     if (hook.failurePolicy === 'Ignore') {
-      this.opts.log.warn('admission webhook call failed; going on (failurePolicy Ignore)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
+      log('admission webhook call failed; going on (failurePolicy Ignore)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
       record.warn(`${failure.message} (ignored: failurePolicy is Ignore)`);
       record.annotate(failedOpenKey, hook.name);
       return;
     }
-    this.opts.log.warn('admission webhook call failed; refusing (failurePolicy Fail)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
+    log('admission webhook call failed; refusing (failurePolicy Fail)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
     throw failure.toApiError();
   }
 
@@ -355,7 +358,7 @@ export class AdmissionWebhooks {
     if (!endpoint) throw new WebhookCallError(hook.name, `could not get REST client: ${hook.target.error}`, false);
     const gate = this.isolation.gate(hook.isolation);
     if (!gate.call) {
-      throw new WebhookCallError(hook.name, `the webhook is isolated after ${gate.failures} consecutive failed calls; not called for another ${Math.ceil(gate.retryInMs / 1000)}s`, false);
+      throw new WebhookIsolatedError(hook.name, gate.failures, gate.retryInMs);
     }
     const uid = randomUUID();
     const body = JSON.stringify(admissionReviewRequest(uid, { ...matchedRequest(attrs, invocation), object: attrs.object, oldObject: attrs.oldObject }, hook.reviewVersion));

@@ -28,6 +28,13 @@ export class WebhookCallError extends Error {
   }
 }
 
+/** A call not made: the webhook is isolated after failing again and again (see isolation.ts). */
+export class WebhookIsolatedError extends WebhookCallError {
+  constructor(webhook: string, failures: number, retryInMs: number) {
+    super(webhook, `the webhook is isolated after ${failures} consecutive failed calls; not called for another ${Math.ceil(retryInMs / 1000)}s`, false);
+  }
+}
+
 /** The refusal of a webhook that answered `allowed: false`: its status, with a code of at least 400 and the message naming the webhook (the original's ToStatusErr). */
 export function webhookRejection(webhook: string, status: ReviewStatus | undefined): ApiError {
   const deniedBy = `admission webhook ${JSON.stringify(webhook)} denied the request`;
