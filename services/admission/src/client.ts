@@ -38,6 +38,10 @@ export interface AdmitOutput {
   warnings: string[];
   /** Validating admission ran and accepted the object. */
   validated: boolean;
+  /** Annotations for the request's audit event, keyed `<plugin or webhook>/<key>`. */
+  auditAnnotations: Record<string, string>;
+  /** The admission webhooks whose patches changed the object, in order. */
+  mutatedBy: string[];
 }
 
 const OPERATION: Record<AdmissionOperation, admission.Operation> = {
@@ -84,7 +88,7 @@ export class AdmissionClient {
       },
       opts,
     );
-    const out: AdmitOutput = { warnings: res.warnings, validated: res.validated };
+    const out: AdmitOutput = { warnings: res.warnings, validated: res.validated, auditAnnotations: res.auditAnnotations, mutatedBy: res.mutatedBy };
     if (res.object.length > 0) out.object = JSON.parse(Buffer.from(res.object).toString('utf8')) as ApiObject;
     return out;
   }

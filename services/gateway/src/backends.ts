@@ -63,6 +63,8 @@ export interface GatewayLimits {
    * the client re-watches from its last resourceVersion.
    */
   watchBufferBytes: number;
+  /** Deadline of one admission call: every webhook and policy a write passes, each webhook bounded by its own timeoutSeconds (at most 30 s). */
+  admissionTimeoutMs: number;
   /** Deadline of one call to a custom resource's conversion webhook (upstream: 30 s). */
   conversionWebhookTimeoutMs: number;
   /** How long a watch's events may wait to leave its socket together with the next ones (0: the end of the event loop's turn). */

@@ -26,6 +26,7 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'watch-cache': { description: 'Keep every resource read through this gateway in memory and answer lists, resourceVersion=0 reads and watches from it (false: every read goes to storage)', default: 'true' },
   'watch-write-interval-ms': { description: 'When a change reaches more than 100 watchers at once, how long their events may wait to leave each socket together with the next ones (one write per interval per watcher); smaller fan-outs and 0 write at the end of the event loop turn', default: '50' },
   'watch-cache-window': { description: 'Changes of each resource the watch cache keeps for paged lists and resumed watches', default: '10000' },
+  'admission-timeout-seconds': { description: 'Deadline of admission for one write: every mutating and validating webhook and policy it passes (each webhook is also bounded by its own timeoutSeconds); past it the request fails with a 504', default: '60' },
   'conversion-webhook-timeout-seconds': { description: "Deadline of one call to a custom resource definition's conversion webhook; past it the request fails with a 500 naming the webhook", default: '30' },
   'http2-max-streams-per-connection': { description: 'Streams a client may have open at once on one HTTP/2 connection (more are refused by the protocol); 0 uses the default, 100', default: '0' },
   'authorization-always-allow-paths': { description: 'Comma-separated paths served without authentication or authorization', default: '/healthz,/livez,/readyz' },

@@ -40,6 +40,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
       authzCacheTtlMs: flags.getInt('authorization-cache-ttl-seconds') * 1000,
       maxWatches: flags.getInt('max-watches'),
       watchBufferBytes: flags.getInt('watch-buffer-bytes'),
+      admissionTimeoutMs: flags.getInt('admission-timeout-seconds') * 1000,
       conversionWebhookTimeoutMs: flags.getInt('conversion-webhook-timeout-seconds') * 1000,
       watchWriteIntervalMs: flags.getInt('watch-write-interval-ms'),
     },

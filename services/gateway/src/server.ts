@@ -72,6 +72,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   authzCacheTtlMs: 1000,
   maxWatches: 10000,
   watchBufferBytes: 16 * 1024 * 1024,
+  admissionTimeoutMs: 60_000,
   conversionWebhookTimeoutMs: 30_000,
   watchWriteIntervalMs: 50,
 };

@@ -350,6 +350,28 @@ describe('createObject', () => {
       expect(s.storage.calls).toEqual([]);
     });
 
+    test('a mutation is decoded, its system fields kept and its unknown fields dropped; a refusal names the webhook', async () => {
+      const s = setup(configMaps);
+      s.admission.mutate = (input) => ({ ...(input.object as ApiObject), extra: 'dropped', metadata: { ...(input.object?.metadata ?? {}), uid: 'forged', resourceVersion: '7' } });
+      const res = await createObject(s.ctx, cm('cm'));
+      expect(res.object['extra']).toBeUndefined();
+      expect(res.object.metadata?.uid).not.toBe('forged');
+      expect(s.admission.calls[0]?.options).toEqual({ kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' });
+
+      const typed = setup(configMaps);
+      typed.admission.mutate = (input) => ({ ...(input.object as ApiObject), data: 'not a map' });
+      const undecodable = await failure(createObject(typed.ctx, cm('cm')));
+      expect(undecodable.code).toBe(400);
+      expect(undecodable.message).toMatch(/cannot be handled as a ConfigMap: .* \(the object as changed by admission webhook "fake\.webhook\.example\.com"\)$/);
+      expect(typed.storage.calls).toEqual([]);
+
+      const moved = setup(configMaps);
+      moved.admission.mutate = (input) => ({ ...(input.object as ApiObject), metadata: { ...(input.object?.metadata ?? {}), namespace: 'elsewhere' } });
+      const err = await failure(createObject(moved.ctx, cm('cm')));
+      expect([err.code, err.details?.causes?.map((c) => c.field)]).toEqual([422, ['metadata.namespace']]);
+      expect(moved.storage.calls).toEqual([]);
+    });
+
     test('a refusal is the error of the write and nothing is stored', async () => {
       const s = setup(configMaps);
       s.admission.refuse = () => ApiError.forbidden({ group: '', resource: 'configmaps' }, 'cm', 'no');
@@ -383,6 +405,19 @@ describe('updateObject', () => {
     expect(s.storage.callsOf('update').map((c) => [c.key, c.pre, c.opts?.dryRun])).toEqual([[key(configMaps, 'cm'), { revision: 101 }, false]]);
     expect(s.admission.calls.map((c) => [c.operation, c.oldObject?.['data']])).toEqual([['UPDATE', { a: '1' }]]);
     expect(s.createChecks).toEqual([]);
+  });
+
+  test('a mutation may not rename the object; its immutable metadata is carried', async () => {
+    const s = await seeded();
+    s.admission.mutate = (input) => ({ ...(input.object as ApiObject), metadata: { ...(input.object?.metadata ?? {}), name: 'renamed' } });
+    const err = await failure(updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { resourceVersion: s.rv })));
+    expect([err.code, err.details?.causes?.map((c) => c.field), err.message]).toEqual([422, ['metadata.name'], expect.stringContaining('(the object as changed by admission webhook "fake.webhook.example.com")')]);
+    expect(ops(s)).toEqual(['get']);
+
+    s.admission.mutate = (input) => ({ ...(input.object as ApiObject), metadata: { ...(input.object?.metadata ?? {}), creationTimestamp: '2001-01-01T00:00:00Z' }, data: { a: '3' } });
+    const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { resourceVersion: s.rv }));
+    expect([out.result.object['data'], out.result.object.metadata?.creationTimestamp]).toEqual([{ a: '3' }, s.stored.metadata?.creationTimestamp]);
+    expect(s.admission.calls[0]?.options).toEqual({ kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' });
   });
 
   test('a stale resourceVersion is 409 and nothing is written', async () => {
@@ -680,6 +715,12 @@ describe('deleteObject', () => {
     expect(s.storage.byKey.size).toBe(0);
     expect(s.storage.callsOf('delete').map((c) => [c.key, c.pre, c.opts?.dryRun])).toEqual([[key(configMaps, 'cm'), { revision: 101, uid: s.stored.metadata?.uid }, false]]);
     expect(s.admission.calls.map((c) => [c.operation, c.name, c.object, c.oldObject])).toEqual([['DELETE', 'cm', undefined, s.stored]]);
+  });
+
+  test('admission is given the DeleteOptions', async () => {
+    const s = await seeded();
+    await deleteObject({ ...s.ctx, dryRun: true }, 'cm', { propagationPolicy: 'Foreground', preconditions: { uid: s.stored.metadata?.uid ?? '' } });
+    expect(s.admission.calls[0]?.options).toEqual({ kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1', dryRun: ['All'], propagationPolicy: 'Foreground', preconditions: { uid: s.stored.metadata?.uid } });
   });
 
   test('a missing object is 404', async () => {

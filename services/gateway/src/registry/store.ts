@@ -188,7 +188,63 @@ function admissionResource(def: ResourceDefinition) {
   };
 }
 
-async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE', name: string, obj: ApiObject | undefined, old: ApiObject | undefined): Promise<ApiObject | undefined> {
+/** The options of the write, as the original server hands them to admission (CreateOptions, UpdateOptions, DeleteOptions). */
+function admissionOptions(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE', deletion: DeleteOptions | undefined): Record<string, unknown> {
+  const kind = { CREATE: 'CreateOptions', UPDATE: 'UpdateOptions', DELETE: 'DeleteOptions' }[operation];
+  return {
+    kind,
+    apiVersion: 'meta.k8s.io/v1',
+    ...(ctx.dryRun ? { dryRun: ['All'] } : {}),
+    ...(operation !== 'DELETE' && ctx.fieldManager !== undefined ? { fieldManager: ctx.fieldManager } : {}),
+    ...(deletion?.propagationPolicy ? { propagationPolicy: deletion.propagationPolicy } : {}),
+    ...(deletion?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deletion.gracePeriodSeconds } : {}),
+    ...(deletion?.preconditions ? { preconditions: deletion.preconditions } : {}),
+  };
+}
+
+/**
+ * What a write's object passes before admission, and again when mutating
+ * admission changed it (the original decodes, defaults and validates the
+ * object a webhook patched): system fields, the kind's preparation and
+ * defaults, validation.
+ */
+type Preparation = (obj: ApiObject) => void;
+
+/**
+ * An object that mutating admission changed, made a valid object of the
+ * kind again or refused: decoded against the schema (fields the kind does
+ * not have are dropped, as the original decodes a patched object), its
+ * identity and system fields kept, prepared, defaulted and validated as
+ * the client's object was. A refusal names the webhooks that changed it.
+ */
+function admittedObject(ctx: WriteContext, name: string, mutated: ApiObject, mutatedBy: string[], prepare: Preparation, updating: boolean): ApiObject {
+  try {
+    checkTypeMeta(ctx.def, mutated);
+    const obj = decodeAgainstSchema({ ...ctx, fieldValidation: 'Ignore', duplicateFields: [] }, mutated);
+    const causes: StatusCause[] = [];
+    const meta = obj.metadata ?? {};
+    if (ctx.def.namespaced && (meta.namespace ?? '') !== ctx.namespace) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.namespace', message: `Invalid value: ${JSON.stringify(meta.namespace ?? '')}: field is immutable` });
+    if (updating && meta.name !== name) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(meta.name ?? '')}: field is immutable` });
+    throwIfInvalid(ctx.def, obj, causes);
+    prepare(obj);
+    return obj;
+  } catch (err) {
+    const e = ApiError.from(err);
+    if (mutatedBy.length === 0) throw e;
+    const by = mutatedBy.map((w) => JSON.stringify(w)).join(', ');
+    throw new ApiError(e.code, e.reason, `${e.message} (the object as changed by admission webhook ${by})`, e.details);
+  }
+}
+
+interface AdmitExtras {
+  /** How a changed object is made valid again (creates and updates). */
+  prepare?: Preparation;
+  /** The options of a delete. */
+  deletion?: DeleteOptions;
+}
+
+async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE', name: string, obj: ApiObject | undefined, old: ApiObject | undefined, extras: AdmitExtras = {}): Promise<ApiObject | undefined> {
+  const { prepare, deletion } = extras;
   const base = {
     operation,
     ...admissionResource(ctx.def),
@@ -197,9 +253,11 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     name,
     userInfo: ctx.user,
     dryRun: ctx.dryRun,
+    options: admissionOptions(ctx, operation, deletion),
     ...(old ? { oldObject: old } : {}),
   };
-  const opts = callOptionsOf(ctx);
+  // Admission may call webhooks: its deadline is its own.
+  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
   // The caller validated `obj`; when mutation leaves it unchanged, admission
   // validates in the same call.
   const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
@@ -209,8 +267,7 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     if (obj && operation !== 'DELETE') await guard?.(ctx, name, obj);
     return obj;
   }
-  const final = mutated.object ?? obj;
-  if (final && ctx.def.strategy.validate) throwIfInvalid(ctx.def, final, ctx.def.strategy.validate(final));
+  const final = mutated.object && obj && prepare ? admittedObject(ctx, name, mutated.object, mutated.mutatedBy, prepare, operation === 'UPDATE') : obj;
   const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);
   for (const w of validated.warnings) ctx.warn(w);
   if (final && operation !== 'DELETE') await guard?.(ctx, name, final);
@@ -255,15 +312,24 @@ export async function createObject(ctx: WriteContext, input: ApiObject, urlName?
   if (meta.resourceVersion) throw ApiError.badRequest('resourceVersion should not be set on objects to be created');
   const generated = !meta.name && !!meta.generateName;
   if (generated) meta.name = generateNameFrom(meta.generateName as string);
-  meta.uid = randomUUID();
-  meta.creationTimestamp = rfc3339(ctx.now ?? new Date());
-  delete meta.deletionTimestamp;
-  delete meta.deletionGracePeriodSeconds;
   obj.metadata = meta;
-  def.strategy.prepareForCreate?.(obj);
-  def.strategy.applyDefaults?.(obj);
-  throwIfInvalid(def, obj, [...validateMeta(def, obj), ...(def.strategy.validate?.(obj) ?? [])]);
-  const admitted = recordManagedFields(ctx, (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined)) as ApiObject, undefined);
+  const system = { uid: randomUUID(), creationTimestamp: rfc3339(ctx.now ?? new Date()) };
+  const prepare: Preparation = (o) => {
+    const m = { ...(o.metadata ?? {}), ...system };
+    if (def.namespaced) m.namespace = ctx.namespace;
+    else delete m.namespace;
+    delete m.resourceVersion;
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+    o.apiVersion = groupVersion(def);
+    o.kind = def.kind;
+    o.metadata = m;
+    def.strategy.prepareForCreate?.(o);
+    def.strategy.applyDefaults?.(o);
+    throwIfInvalid(def, o, [...validateMeta(def, o), ...(def.strategy.validate?.(o) ?? [])]);
+  };
+  prepare(obj);
+  const admitted = recordManagedFields(ctx, (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined, { prepare })) as ApiObject, undefined);
   const key = keyOf(def, ctx.namespace, admitted.metadata?.name ?? '');
   const opts = { ...callOptionsOf(ctx), dryRun: ctx.dryRun };
   // A generated name that collides is retried with a new suffix.
@@ -375,18 +441,19 @@ export async function updateObject(request: WriteContext, name: string, input: A
       throw ApiError.conflict(gr(def), name, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     const expected = current.revision;
-    carryImmutableMeta(obj, current.object);
-    obj.metadata = { ...(obj.metadata ?? {}), name, ...(def.namespaced ? { namespace: ctx.namespace } : {}) };
-    if (!def.namespaced) delete obj.metadata.namespace;
-    def.strategy.prepareForUpdate?.(obj, current.object);
-    def.strategy.applyDefaults?.(obj);
-    throwIfInvalid(def, obj, [
-      ...validateMeta(def, obj),
-      ...validateMetaUpdate(obj, current.object),
-      ...(def.strategy.validate?.(obj) ?? []),
-      ...(def.strategy.validateUpdate?.(obj, current.object) ?? []),
-    ]);
-    const admitted = (await admit(ctx, 'UPDATE', name, obj, current.object)) as ApiObject;
+    const old = current.object;
+    const prepare: Preparation = (o) => {
+      o.apiVersion = groupVersion(def);
+      o.kind = def.kind;
+      carryImmutableMeta(o, old);
+      o.metadata = { ...(o.metadata ?? {}), name, ...(def.namespaced ? { namespace: ctx.namespace } : {}) };
+      if (!def.namespaced) delete o.metadata.namespace;
+      def.strategy.prepareForUpdate?.(o, old);
+      def.strategy.applyDefaults?.(o);
+      throwIfInvalid(def, o, [...validateMeta(def, o), ...validateMetaUpdate(o, old), ...(def.strategy.validate?.(o) ?? []), ...(def.strategy.validateUpdate?.(o, old) ?? [])]);
+    };
+    prepare(obj);
+    const admitted = (await admit(ctx, 'UPDATE', name, obj, old, { prepare })) as ApiObject;
     // An update that changes nothing is not written: same resourceVersion, no event.
     if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
     const tracked = recordManagedFields(ctx, admitted, current.object);
@@ -446,7 +513,7 @@ export async function deleteObject(request: WriteContext, name: string, options:
   const unconditional = !pre.uid && !pre.resourceVersion;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await deleteOnce(ctx, name, pre);
+      return await deleteOnce(ctx, name, options);
     } catch (err) {
       // Lost a race with another write and the client set no precondition: read again and retry.
       if (unconditional && err instanceof ApiError && err.reason === 'Conflict' && attempt < MAX_WRITE_ATTEMPTS) continue;
@@ -455,8 +522,9 @@ export async function deleteObject(request: WriteContext, name: string, options:
   }
 }
 
-async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<DeleteOptions['preconditions']>): Promise<DeleteOutcome> {
+async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
   const { def } = ctx;
+  const pre = options.preconditions ?? {};
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = callOptionsOf(ctx);
   const current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
@@ -470,7 +538,7 @@ async function deleteOnce(ctx: WriteContext, name: string, pre: NonNullable<Dele
       `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.object.metadata?.resourceVersion ?? ''}`,
     );
   }
-  await admit(ctx, 'DELETE', name, undefined, current.object);
+  await admit(ctx, 'DELETE', name, undefined, current.object, { deletion: options });
   if (holdsDeletion(def, current.object)) {
     if (current.object.metadata?.deletionTimestamp) return { object: current.object, removed: false };
     const marked: ApiObject = {

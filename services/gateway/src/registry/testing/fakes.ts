@@ -165,6 +165,8 @@ export class FakeAdmission {
   /** An error for the input, or undefined to admit it. */
   refuse: ((input: AdmitInput) => ApiError | undefined) | undefined;
   warnings: string[] = [];
+  /** The webhook named as the author of a change. */
+  mutatedBy = 'fake.webhook.example.com';
 
   /** Operation, phase and dryRun of every call, in order. */
   get seen(): Array<{ operation: string; phase: string; dryRun: boolean }> {
@@ -175,11 +177,11 @@ export class FakeAdmission {
     this.calls.push(json(input));
     if (input.phase !== 'validating') {
       const changed = this.mutate?.(json(input));
-      if (changed || input.phase === 'mutating') return { ...(changed ? { object: json(changed) } : {}), warnings: [...this.warnings], validated: false };
+      if (changed || input.phase === 'mutating') return { ...(changed ? { object: json(changed) } : {}), warnings: [...this.warnings], validated: false, auditAnnotations: {}, mutatedBy: changed ? [this.mutatedBy] : [] };
     }
     const refusal = this.refuse?.(input);
     if (refusal) throw refusal;
-    return { warnings: [...this.warnings], validated: true };
+    return { warnings: [...this.warnings], validated: true, auditAnnotations: {}, mutatedBy: [] };
   };
 }
 
