@@ -319,6 +319,16 @@ describe('params', () => {
     await expect(validator.validate(attrs())).resolves.toEqual({ warnings: [], auditAnnotations: {} });
   });
 
+  test("a misconfigured binding is enforced by the binding's validationActions", async () => {
+    const { source, validator } = setup();
+    source.put('ValidatingAdmissionPolicy', limitPolicy());
+    source.put('ValidatingAdmissionPolicyBinding', binding('b', 'limit', { validationActions: ['Warn', 'Audit'], paramRef: { name: 'absent', parameterNotFoundAction: 'Deny' } }));
+    const out = await validator.validate(attrs());
+    const text = 'failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction';
+    expect(out.warnings).toEqual([`Validation failed for ValidatingAdmissionPolicy 'limit' with binding 'b': ${text}`]);
+    expect(JSON.parse(out.auditAnnotations['validation.policy.admission.svc.io/validation_failure'] ?? '[]')).toEqual([{ message: text, policy: 'limit', binding: 'b', expressionIndex: 0, validationActions: ['Warn', 'Audit'] }]);
+  });
+
   test('a paramKind no resource serves is a misconfigured policy', async () => {
     const { source, validator } = setup();
     source.put('ValidatingAdmissionPolicy', limitPolicy({ paramKind: { apiVersion: 'example.com/v2', kind: 'Nope' } }));

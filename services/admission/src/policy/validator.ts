@@ -211,9 +211,20 @@ export class PolicyValidator {
     for (const hook of hooks) {
       const policyName = hook.policy.metadata?.name ?? '';
       const failurePolicy: FailurePolicy = (hook.policy['spec'] as { failurePolicy?: string } | undefined)?.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail';
-      const configError = (message: string, binding?: string): void => {
+      // A misconfiguration under Fail is enforced as a failed validation: by
+      // the binding's validationActions once a binding is known, else denied.
+      const configError = (message: string, binding?: { name: string; actions: string[] }): void => {
         if (failurePolicy === 'Ignore') return;
-        refusals.push({ policy: policyName, binding, message: `failed to configure ${binding === undefined ? 'policy' : 'binding'}: ${message}` });
+        const text = `failed to configure ${binding === undefined ? 'policy' : 'binding'}: ${message}`;
+        if (!binding) {
+          refusals.push({ policy: policyName, binding: undefined, message: text });
+          return;
+        }
+        for (const action of binding.actions) {
+          if (action === 'Deny') refusals.push({ policy: policyName, binding: binding.name, message: text });
+          else if (action === 'Warn') warn(`Validation failed for ValidatingAdmissionPolicy '${policyName}' with binding '${binding.name}': ${text}`);
+          else if (action === 'Audit') failures.push({ message: text, policy: policyName, binding: binding.name, expressionIndex: 0, validationActions: [...binding.actions] });
+        }
       };
       const constraints = (hook.policy['spec'] as { matchConstraints?: MatchResources | null } | undefined)?.matchConstraints;
       if (!constraints) {
@@ -243,22 +254,23 @@ export class PolicyValidator {
       for (const binding of hook.bindings) {
         const bindingName = binding.metadata?.name ?? '';
         const spec = bindingSpec(binding);
+        const actions = spec.validationActions ?? [];
+        const bound = { name: bindingName, actions };
         try {
           if (spec.matchResources && !(await matchesResources(spec.matchResources, attrs, this.opts.namespaces, this.equivalents)).matches) continue;
         } catch (err) {
-          configError((err as Error).message, bindingName);
+          configError((err as Error).message, bound);
           continue;
         }
         let params: Array<ApiObject | null>;
         try {
           params = await this.collectParams(policy, paramResource, spec.paramRef ?? undefined, attrs.namespace);
         } catch (err) {
-          configError((err as Error).message, bindingName);
+          configError((err as Error).message, bound);
           continue;
         }
         if (params.length === 0) continue;
         const ns = policy.readsNamespaceObject ? await namespaceOf() : undefined;
-        const actions = spec.validationActions ?? [];
         for (const param of params) {
           const activation = new AdmissionActivation({
             object: attrs.operation === 'DELETE' ? null : (attrs.object ?? null),
