@@ -24,20 +24,21 @@ describe('admission configurations', () => {
     c.apply('ValidatingWebhookConfiguration', { metadata: { name: 'never-there' } }, true);
     expect(c.list('ValidatingWebhookConfiguration').map((o) => o.metadata?.name)).toEqual(['a']);
     expect(c.generation).toBe(start + 5);
-    expect(c.size).toEqual({ MutatingWebhookConfiguration: 1, ValidatingWebhookConfiguration: 1, ValidatingAdmissionPolicy: 0, ValidatingAdmissionPolicyBinding: 0 });
+    expect(c.size).toEqual({ MutatingWebhookConfiguration: 1, ValidatingWebhookConfiguration: 1, ValidatingAdmissionPolicy: 0, ValidatingAdmissionPolicyBinding: 0, CustomResourceDefinition: 0 });
     c.clear();
     expect(c.list('MutatingWebhookConfiguration')).toEqual([]);
     // Kinds the feed does not follow are ignored.
     c.apply('Role', obj('r', '9'));
-    expect(c.size).toEqual({ MutatingWebhookConfiguration: 0, ValidatingWebhookConfiguration: 0, ValidatingAdmissionPolicy: 0, ValidatingAdmissionPolicyBinding: 0 });
+    expect(c.size).toEqual({ MutatingWebhookConfiguration: 0, ValidatingWebhookConfiguration: 0, ValidatingAdmissionPolicy: 0, ValidatingAdmissionPolicyBinding: 0, CustomResourceDefinition: 0 });
   });
 
-  test('the feed follows the four kinds of admissionregistration.svc.io', () => {
+  test('the feed follows the four kinds of admissionregistration.svc.io and the custom resource definitions', () => {
     expect(ADMISSION_CONFIGURATION_SOURCES.map((s) => `${s.group}/${s.resource}`)).toEqual([
       'admissionregistration.svc.io/mutatingwebhookconfigurations',
       'admissionregistration.svc.io/validatingwebhookconfigurations',
       'admissionregistration.svc.io/validatingadmissionpolicies',
       'admissionregistration.svc.io/validatingadmissionpolicybindings',
+      'apiextensions.svc.io/customresourcedefinitions',
     ]);
   });
 });

@@ -1,4 +1,5 @@
 import type { ApiObject } from '@svc/apimachinery';
+import { APIEXTENSIONS_GROUP } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { StorageClient } from '@svc/storage/client';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
@@ -6,7 +7,8 @@ import { ObjectFeed, type FeedSink, type FeedSource } from '@svc/watch-fanout/fe
 
 /**
  * The stored objects of `admissionregistration.svc.io` that admission acts
- * on (webhook configurations, policies and their bindings), kept in memory
+ * on (webhook configurations, policies and their bindings), and the custom
+ * resource definitions (the versions a resource is served at), kept in memory
  * and current by watch-fanout's object feed: a list at one revision, then
  * the changes after it (within the feed's poll interval plus one call), as
  * the original server keeps them in informers. Each kind's objects are
@@ -17,7 +19,7 @@ import { ObjectFeed, type FeedSink, type FeedSource } from '@svc/watch-fanout/fe
 
 export const ADMISSION_REGISTRATION_GROUP = 'admissionregistration.svc.io';
 
-export type AdmissionConfigurationKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration' | 'ValidatingAdmissionPolicy' | 'ValidatingAdmissionPolicyBinding';
+export type AdmissionConfigurationKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration' | 'ValidatingAdmissionPolicy' | 'ValidatingAdmissionPolicyBinding' | 'CustomResourceDefinition';
 
 /** The kinds of the group and the resources they are stored under. */
 export const ADMISSION_CONFIGURATION_SOURCES: ReadonlyArray<FeedSource & { kind: AdmissionConfigurationKind }> = [
@@ -25,6 +27,8 @@ export const ADMISSION_CONFIGURATION_SOURCES: ReadonlyArray<FeedSource & { kind:
   { group: ADMISSION_REGISTRATION_GROUP, resource: 'validatingwebhookconfigurations', kind: 'ValidatingWebhookConfiguration' },
   { group: ADMISSION_REGISTRATION_GROUP, resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy' },
   { group: ADMISSION_REGISTRATION_GROUP, resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding' },
+  // The versions each custom resource is served at (rules with matchPolicy Equivalent).
+  { group: APIEXTENSIONS_GROUP, resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition' },
 ];
 
 const KINDS = new Set<string>(ADMISSION_CONFIGURATION_SOURCES.map((s) => s.kind));

@@ -1,4 +1,5 @@
 import { ApiError, isStringifiedObject, type ApiObject } from '@svc/apimachinery';
+import { CustomResourceEquivalents } from './equivalents';
 import { AuthzClient } from '@svc/authz/client';
 import type { AuthorizationCheck, AuthorizationDecision } from '@svc/cel';
 import { admission } from '@svc/proto';
@@ -9,7 +10,7 @@ import type { ObjectFeed } from '@svc/watch-fanout/feed';
 import { AdmissionConfigurations, type AdmissionConfigurationReader } from './configurations';
 import { nodeRestriction, type PodReader } from './node-restriction';
 import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
-import { PolicyValidator, isAdmissionConfigurationResource, storageParams, type PolicyOutcome } from './policy';
+import { PolicyValidator, isAdmissionConfigurationResource, storageParams, type EquivalentResourceMapper, type PolicyOutcome } from './policy';
 import { AdmissionRecord, AdmissionWebhooks, type WebhookAttributes } from './webhook/dispatcher';
 import type { IsolationOptions } from './webhook/isolation';
 import { mutateWithReinvocation } from './webhook/reinvocation';
@@ -62,6 +63,8 @@ export interface AdmissionStepDeps {
   storage: StorageClient;
   authorize: (check: AuthorizationCheck) => Promise<AuthorizationDecision>;
   log: Logger;
+  /** The other versions a resource is served at (matchPolicy Equivalent). */
+  equivalents?: EquivalentResourceMapper;
 }
 
 /** Validates a request (resolves with its warnings and audit annotations; throws the ApiError that refuses it). */
@@ -71,7 +74,14 @@ export interface ValidatingPolicyStep {
 
 /** The default ValidatingAdmissionPolicy step. */
 export function policyValidator(deps: AdmissionStepDeps): ValidatingPolicyStep {
-  return new PolicyValidator({ source: deps.configurations, namespaces: deps.namespaces, params: storageParams(deps.storage), authorize: deps.authorize, log: deps.log });
+  return new PolicyValidator({
+    source: deps.configurations,
+    namespaces: deps.namespaces,
+    params: storageParams(deps.storage),
+    authorize: deps.authorize,
+    log: deps.log,
+    ...(deps.equivalents ? { equivalents: deps.equivalents } : {}),
+  });
 }
 
 export interface AdmissionHandle {
@@ -213,8 +223,10 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
     fanout = new WatchFanoutClient(config.watchFanoutAddress, tls);
     feed = followed.follow(storage, fanout, { log, ...(config.configurationPollMs !== undefined ? { pollMs: config.configurationPollMs } : {}) });
     const settings = config.webhooks ?? {};
+    const equivalents = new CustomResourceEquivalents(followed);
     webhooks = new AdmissionWebhooks({
       configurations: followed,
+      equivalents,
       namespaces,
       authorize,
       log,
@@ -222,7 +234,7 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
       ...(settings.isolation ? { isolation: settings.isolation } : {}),
       ...(settings.clientCertificate ? { clientCertificate: settings.clientCertificate } : {}),
     });
-    policies = (config.validatingPolicies ?? policyValidator)({ configurations: followed, namespaces, storage, authorize, log });
+    policies = (config.validatingPolicies ?? policyValidator)({ configurations: followed, namespaces, storage, authorize, log, equivalents });
   } else {
     log.info('no --watch-fanout-address: admission webhooks and policies are off');
   }

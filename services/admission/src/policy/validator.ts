@@ -1,4 +1,5 @@
 import { ApiError, type ApiObject, type LabelSelectorObject, type StatusReason } from '@svc/apimachinery';
+import { asVersion } from '../equivalents';
 import { AdmissionActivation, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer, type CelCostedOutcome, type CompiledExpression } from '@svc/cel';
 import { MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
@@ -273,8 +274,8 @@ export class PolicyValidator {
         const ns = policy.readsNamespaceObject ? await namespaceOf() : undefined;
         for (const param of params) {
           const activation = new AdmissionActivation({
-            object: attrs.operation === 'DELETE' ? null : (attrs.object ?? null),
-            oldObject: attrs.oldObject ?? null,
+            object: attrs.operation === 'DELETE' ? null : (asVersion(attrs.object, matched.kind) ?? null),
+            oldObject: asVersion(attrs.oldObject, matched.kind) ?? null,
             request: matchedRequest(attrs, matched),
             params: param,
             namespaceObject: ns ? namespaceObjectOf(ns) : null,

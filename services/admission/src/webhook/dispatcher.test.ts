@@ -5,6 +5,7 @@ import type { AuthorizationCheck } from '@svc/cel';
 import { createLogger } from '@svc/service-kit';
 import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { AdmissionConfigurations } from '../configurations';
+import { CustomResourceEquivalents } from '../equivalents';
 import { runMutating, serviceAccountDefaults, type AdmissionPlugin } from '../plugins';
 import { requestAttributes } from '../testing/attributes';
 import { AdmissionRecord, AdmissionWebhooks, type AdmissionWebhooksOptions, type WebhookAttributes } from './dispatcher';
@@ -248,6 +249,37 @@ describe('admission webhooks', () => {
       expect(err.message).toMatch(/^configmaps "cm" is forbidden: expression 'object.data.missing == "1"' resulted in error: /);
       await validate(broken('ignore'));
       expect([server.callsTo('/broken-fail').length, server.callsTo('/broken-ignore').length]).toEqual([0, 0]);
+    });
+
+    test("matchPolicy Equivalent offers a custom resource's other served versions (conversion None): the webhook sees and patches its version", async () => {
+      const crd = (strategy: string, plural: string): ApiObject => ({
+        apiVersion: 'apiextensions.svc.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.example.com`, resourceVersion: String(++revision) },
+        spec: { group: 'example.com', names: { plural, kind: 'Widget' }, scope: 'Namespaced', conversion: { strategy }, versions: [{ name: 'v1', served: true, storage: true }, { name: 'v2', served: true, storage: false }] },
+        status: { acceptedNames: { plural, kind: 'Widget' }, conditions: [{ type: 'Established', status: 'True' }] },
+      });
+      configurations.apply('CustomResourceDefinition', crd('None', 'widgets'));
+      configurations.apply('CustomResourceDefinition', crd('Webhook', 'gadgets'));
+      make({ equivalents: new CustomResourceEquivalents(configurations) });
+      const v1Only = (name: string, path: string, matchPolicy: 'Exact' | 'Equivalent', resource: string): WebhookSpec =>
+        hook(name, path, { matchPolicy, rules: [{ operations: ['CREATE'], apiGroups: ['example.com'], apiVersions: ['v1'], resources: [resource] }] });
+      configure('MutatingWebhookConfiguration', 'widgets', [v1Only('equivalent.test', '/equivalent', 'Equivalent', 'widgets'), v1Only('exact.test', '/exact', 'Exact', 'widgets'), v1Only('gadgets.test', '/gadgets', 'Equivalent', 'gadgets')]);
+      server.on('/equivalent', () => ({ patch: [{ op: 'add', path: '/spec', value: { size: 1 } }] }));
+      const v2 = (resource: string): WebhookAttributes =>
+        attrs({ kind: { group: 'example.com', version: 'v2', kind: 'Widget' }, resource: { group: 'example.com', version: 'v2', resource }, object: { apiVersion: 'example.com/v2', kind: 'Widget', metadata: { name: 'w', namespace: 'team-a' } } });
+      const out = await mutate(v2('widgets'));
+      await mutate(v2('gadgets'));
+      const [call] = server.callsTo('/equivalent');
+      expect([call?.review.request.kind, call?.review.request.requestKind, call?.review.request.object?.apiVersion]).toEqual([
+        { group: 'example.com', version: 'v1', kind: 'Widget' },
+        { group: 'example.com', version: 'v2', kind: 'Widget' },
+        'example.com/v1',
+      ]);
+      // The patched object goes back to the request's version.
+      expect([out.object?.apiVersion, out.object?.['spec']]).toEqual(['example.com/v2', { size: 1 }]);
+      // Exact names the version; a resource converted by a webhook offers no other version.
+      expect([server.callsTo('/exact').length, server.callsTo('/gadgets').length]).toEqual([0, 0]);
     });
 
     test('configurations and policies themselves are never sent', async () => {

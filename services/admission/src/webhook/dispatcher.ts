@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { asVersion } from '../equivalents';
 import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { AdmissionActivation, COST_BUDGET, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer } from '@svc/cel';
 import { jsonEqual, jsonPatch, type JsonValue } from '@svc/merge';
@@ -332,12 +333,13 @@ export class AdmissionWebhooks {
     if (!attrs.object) throw ApiError.internal(`admission webhook ${JSON.stringify(hook.name)} attempted to modify the object, which is not supported for this operation`);
     let patched: unknown;
     try {
-      patched = jsonPatch(attrs.object, operations);
+      // The patch is of the object as the webhook saw it (the version its rules matched); the result goes back to the request's version.
+      patched = jsonPatch(asVersion(attrs.object, invocation.kind), operations);
     } catch (err) {
       throw new WebhookCallError(hook.name, `the patch in the webhook response could not be applied: ${(err as Error).message}`, false);
     }
     if (!isJsonObject(patched)) throw new WebhookCallError(hook.name, 'the patch in the webhook response does not leave an object', false);
-    return patched as ApiObject;
+    return asVersion(patched as ApiObject, attrs.kind);
   }
 
   private async callValidating(invocation: Invocation, attrs: WebhookAttributes, record: AdmissionRecord): Promise<void> {
@@ -361,7 +363,7 @@ export class AdmissionWebhooks {
       throw new WebhookIsolatedError(hook.name, gate.failures, gate.retryInMs);
     }
     const uid = randomUUID();
-    const body = JSON.stringify(admissionReviewRequest(uid, { ...matchedRequest(attrs, invocation), object: attrs.object, oldObject: attrs.oldObject }, hook.reviewVersion));
+    const body = JSON.stringify(admissionReviewRequest(uid, { ...matchedRequest(attrs, invocation), object: asVersion(attrs.object, invocation.kind), oldObject: asVersion(attrs.oldObject, invocation.kind) }, hook.reviewVersion));
     // The webhook is told its deadline, as the original tells it.
     const url = new URL(endpoint.url);
     url.searchParams.set('timeout', `${Math.ceil(hook.timeoutMs / 1000)}s`);
