@@ -78,6 +78,12 @@ export class ApiError extends Error {
   readonly code: number;
   readonly reason: StatusReason;
   readonly details: StatusDetails | undefined;
+  /**
+   * Warnings the request earned before it was refused (an admission policy's
+   * Warn action, a webhook's warnings): sent as `Warning` headers with the
+   * Status, as the original sends them on failed requests too.
+   */
+  warnings: string[] = [];
 
   constructor(code: number, reason: StatusReason, message: string, details?: StatusDetails, options?: { cause?: unknown }) {
     super(message, options);

@@ -1,7 +1,7 @@
 import { ApiError } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
 import { CallStream, CallsServer } from './call-stream';
-import { channelTo, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
+import { channelTo, fromGrpcError, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
 import { makeTestPki } from './testing/pki';
 import type { Logger } from './logger';
 
@@ -36,6 +36,11 @@ async function serve(): Promise<{ server: GrpcServerHandle; seen: CallContext[];
         });
       }
       const object = objects.get(name);
+      if (name === 'warned') {
+        const refusal = ApiError.forbidden({ group: '', resource: 'configmaps' }, name, 'no');
+        refusal.warnings.push('first', 'second');
+        throw refusal;
+      }
       if (!object) throw ApiError.notFound({ group: '', resource: 'configmaps' }, name);
       return { object, revision: 7 };
     }),
@@ -90,6 +95,16 @@ describe('Calls stream', () => {
     expect(err.message).toContain('"absent" not found');
     const fault = (await calls.call(storage.StorageService.update, { key: key('x'), object: Buffer.from('{}'), preconditions: undefined, dryRun: false }).catch((e: unknown) => e)) as ApiError;
     expect(fault.code).toBe(500);
+    expect([err.warnings, fault.warnings]).toEqual([[], []]);
+  });
+
+  it("carries a refusal's warnings, on the stream and on a plain call", async () => {
+    const onStream = (await calls.call(storage.StorageService.get, { key: key('warned'), at: undefined }).catch((e: unknown) => e)) as ApiError;
+    const plain = await new Promise<unknown>((resolve) => client.get({ key: key('warned'), at: undefined }, (e) => resolve(e)));
+    const fromPlain = fromGrpcError(plain, 'storage');
+    expect([onStream.code, onStream.warnings, onStream.toStatus().message]).toEqual([403, ['first', 'second'], 'configmaps "warned" is forbidden: no']);
+    expect([fromPlain.code, fromPlain.warnings]).toEqual([403, ['first', 'second']]);
+    expect(JSON.stringify(fromPlain.toStatus())).not.toContain('first');
   });
 
   it('refuses a method the stream does not serve', async () => {

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import type { common } from '@svc/proto';
-import { failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
+import { encodeCallStatus, failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
 import type { Logger } from './logger';
 
 /**
@@ -23,7 +23,7 @@ function frame(fields: Partial<Frame> & { id: number }): Frame {
 }
 
 function errorFrame(id: number, err: ApiError): Frame {
-  return frame({ id, code: grpcCodeOf(err), details: err.message, status: JSON.stringify(err.toStatus()) });
+  return frame({ id, code: grpcCodeOf(err), details: err.message, status: encodeCallStatus(err) });
 }
 
 interface Route {

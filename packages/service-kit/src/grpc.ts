@@ -37,10 +37,26 @@ export function grpcCodeOf(apiError: ApiError): grpc.status {
   return CODE_BY_HTTP[apiError.code] ?? grpc.status.UNKNOWN;
 }
 
+/**
+ * The Status a failed call carries between services (JSON): the API Status,
+ * with the error's warnings beside it when it has some.
+ */
+export function encodeCallStatus(apiError: ApiError): string {
+  const status = apiError.toStatus();
+  return JSON.stringify(apiError.warnings.length > 0 ? { ...status, warnings: apiError.warnings } : status);
+}
+
+function decodeCallStatus(json: string): ApiError {
+  const { warnings, ...status } = JSON.parse(json) as Status & { warnings?: unknown };
+  const err = ApiError.fromStatus(status);
+  if (Array.isArray(warnings)) err.warnings = warnings.filter((w): w is string => typeof w === 'string');
+  return err;
+}
+
 export function toGrpcError(err: unknown): Partial<grpc.StatusObject> {
   const apiError = ApiError.from(err);
   const metadata = new grpc.Metadata();
-  metadata.set(STATUS_TRAILER, JSON.stringify(apiError.toStatus()));
+  metadata.set(STATUS_TRAILER, encodeCallStatus(apiError));
   return { code: grpcCodeOf(apiError), details: apiError.message, metadata };
 }
 
@@ -51,7 +67,7 @@ export function toGrpcError(err: unknown): Partial<grpc.StatusObject> {
 export function failedCallError(code: grpc.status | undefined, statusJson: string | undefined, service: string, cause?: unknown): ApiError {
   if (statusJson !== undefined && statusJson !== '') {
     try {
-      return ApiError.fromStatus(JSON.parse(statusJson) as Status);
+      return decodeCallStatus(statusJson);
     } catch {
       // fall through to the transport mapping
     }

@@ -182,6 +182,15 @@ export function storagePods(storage: StorageClient): PodReader {
   };
 }
 
+/** `err` as an ApiError of its own that also carries `warnings` (the error's first). */
+function withWarnings(err: unknown, warnings: readonly string[]): ApiError {
+  const apiError = ApiError.from(err);
+  if (warnings.length === 0) return apiError;
+  const copy = new ApiError(apiError.code, apiError.reason, apiError.message, apiError.details, { cause: apiError.cause ?? apiError });
+  copy.warnings = [...new Set([...apiError.warnings, ...warnings])];
+  return copy;
+}
+
 /** How long a request waits for the configurations to be read once (the service just started) before it is answered 503. */
 const CONFIGURATIONS_WAIT_MS = 10_000;
 
@@ -269,14 +278,21 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
       // Webhooks and policies act on what is configured: the configurations are read once before any request is admitted.
       if (configurations && !isAdmissionConfigurationResource(attrs)) await configurationsLoaded(configurations);
       if (req.phase === admission.Phase.PHASE_MUTATING || req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING) {
-        const result = await mutateWithReinvocation(attrs, (a) => runMutating(plugins, a), webhooks, record);
+        const result = await mutateWithReinvocation(attrs, (a) => runMutating(plugins, a), webhooks, record).catch((err: unknown) => {
+          throw withWarnings(err, record.warnings);
+        });
         const mutated = result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : undefined;
         // Validation in the same call only holds for the object the caller already validated.
         if (mutated || req.phase === admission.Phase.PHASE_MUTATING) return answer(false, mutated);
       }
-      await runValidating(plugins, attrs);
-      if (policies) record.merge(await policies.validate(attrs));
-      await webhooks?.validate(attrs, record);
+      try {
+        await runValidating(plugins, attrs);
+        if (policies) record.merge(await policies.validate(attrs));
+        await webhooks?.validate(attrs, record);
+      } catch (err) {
+        // A refusal carries the warnings earned before it, as the original sends them with a failed request.
+        throw withWarnings(err, record.warnings);
+      }
       ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
       return answer(true);
     }),

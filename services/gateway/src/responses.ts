@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { logFrom, warningsFrom, queryValues, parsedRequestInfoFrom } from './context';
+import { addWarning, logFrom, warningsFrom, queryValues, parsedRequestInfoFrom } from './context';
 import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
 import { parseBoolParam } from './query-bool';
@@ -36,6 +36,7 @@ export function writeError(req: Request, res: Response, err: unknown): void {
   }
   const retryAfter = apiError.retryAfterSeconds;
   if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
+  for (const w of apiError.warnings) addWarning(req, w);
   setWarnings(req, res);
   res.status(apiError.code).type('application/json').send(JSON.stringify(apiError.toStatus()));
 }

@@ -140,6 +140,16 @@ describe('validations and their messages', () => {
     expect(messages).toEqual(['size is large', 'static two', 'static three', 'failed expression: 1 > 2', 'large']);
   });
 
+  test('a refusal carries the warnings of the bindings evaluated before it', async () => {
+    const { source, validator } = setup();
+    source.put('ValidatingAdmissionPolicy', policy('p', { validations: [{ expression: 'false', message: 'no' }] }));
+    source.put('ValidatingAdmissionPolicyBinding', binding('a-warns', 'p', { validationActions: ['Warn'] }));
+    source.put('ValidatingAdmissionPolicyBinding', binding('b-denies', 'p', { validationActions: ['Deny'] }));
+    const err = await refusal(validator.validate(attrs()));
+    expect(err.message).toMatch(/with binding 'b-denies' denied request: no$/);
+    expect(err.warnings).toEqual(["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'a-warns': no"]);
+  });
+
   test('a message longer than the limit falls back to the message', async () => {
     const { source, validator } = setup();
     source.put('ValidatingAdmissionPolicy', policy('p', { validations: [{ expression: 'false', message: 'short', messageExpression: "object.data.size + object.data.pad" }] }));

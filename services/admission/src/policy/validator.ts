@@ -306,7 +306,11 @@ export class PolicyValidator {
     }
     if (failures.length > 0) outcome.auditAnnotations[VALIDATION_FAILURE_ANNOTATION] = JSON.stringify(failures);
     const first = refusals[0];
-    if (first) throw refusalError(attrs, first);
+    if (first) {
+      const refusal = refusalError(attrs, first);
+      refusal.warnings.push(...outcome.warnings);
+      throw refusal;
+    }
     return outcome;
   }
 
