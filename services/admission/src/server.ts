@@ -1,5 +1,6 @@
 import { ApiError, isStringifiedObject, type ApiObject } from '@svc/apimachinery';
 import { CustomResourceEquivalents } from './equivalents';
+import { PatchedObjectDecoder } from './patched-objects';
 import { AuthzClient } from '@svc/authz/client';
 import type { AuthorizationCheck, AuthorizationDecision } from '@svc/cel';
 import { admission } from '@svc/proto';
@@ -233,9 +234,11 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
     feed = followed.follow(storage, fanout, { log, ...(config.configurationPollMs !== undefined ? { pollMs: config.configurationPollMs } : {}) });
     const settings = config.webhooks ?? {};
     const equivalents = new CustomResourceEquivalents(followed);
+    const decoder = new PatchedObjectDecoder(followed);
     webhooks = new AdmissionWebhooks({
       configurations: followed,
       equivalents,
+      decodeProblem: (kind, obj) => decoder.problem(kind, obj),
       namespaces,
       authorize,
       log,

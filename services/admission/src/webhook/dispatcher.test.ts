@@ -6,6 +6,7 @@ import { createLogger } from '@svc/service-kit';
 import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { AdmissionConfigurations } from '../configurations';
 import { CustomResourceEquivalents } from '../equivalents';
+import { PatchedObjectDecoder } from '../patched-objects';
 import { runMutating, serviceAccountDefaults, type AdmissionPlugin } from '../plugins';
 import { requestAttributes } from '../testing/attributes';
 import { AdmissionRecord, AdmissionWebhooks, type AdmissionWebhooksOptions, type WebhookAttributes } from './dispatcher';
@@ -419,7 +420,11 @@ describe('admission webhooks', () => {
       server.on('/undecodable', () => ({ response: { patch: Buffer.from('not json').toString('base64'), patchType: 'JSONPatch' } }));
       server.on('/unappliable', () => ({ patch: [{ op: 'remove', path: '/metadata/annotations/absent' }] }));
       server.on('/good', () => ({ patch: [{ op: 'add', path: '/metadata/labels', value: { good: 'yes' } }] }));
+      server.on('/mistyped', () => ({ patch: [{ op: 'add', path: '/data', value: 'not a map' }] }));
+      const decoder = new PatchedObjectDecoder(configurations);
+      make({ decodeProblem: (kind, obj) => decoder.problem(kind, obj) });
       for (const [path, text] of [
+        ['/mistyped', 'the patched object could not be decoded: ConfigMap in version "v1" cannot be handled as a ConfigMap: '],
         ['/merge', 'unsupported patch type "MergePatch"'],
         ['/undecodable', 'received undecodable patch in webhook response'],
         ['/unappliable', 'the patch in the webhook response could not be applied'],

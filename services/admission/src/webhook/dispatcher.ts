@@ -81,6 +81,8 @@ export interface AdmissionWebhooksOptions {
   authorize?: (check: AuthorizationCheck) => Promise<AuthorizationDecision>;
   /** Other versions resources are served at (matchPolicy Equivalent). */
   equivalents?: EquivalentResourceMapper;
+  /** Why a patched object does not decode as its kind (then the patch is a failed call); without it patched objects are not decoded here. */
+  decodeProblem?: (kind: GroupVersionKind, obj: ApiObject) => string | undefined;
   /** How reviews are posted; HTTPS with kept-alive connections by default. */
   post?: WebhookPoster;
   /** The client certificate presented to webhooks (with the default poster). */
@@ -339,7 +341,10 @@ export class AdmissionWebhooks {
       throw new WebhookCallError(hook.name, `the patch in the webhook response could not be applied: ${(err as Error).message}`, false);
     }
     if (!isJsonObject(patched)) throw new WebhookCallError(hook.name, 'the patch in the webhook response does not leave an object', false);
-    return asVersion(patched as ApiObject, attrs.kind);
+    const result = asVersion(patched as ApiObject, attrs.kind);
+    const problem = this.opts.decodeProblem?.(attrs.kind, result);
+    if (problem) throw new WebhookCallError(hook.name, `the patched object could not be decoded: ${problem}`, false);
+    return result;
   }
 
   private async callValidating(invocation: Invocation, attrs: WebhookAttributes, record: AdmissionRecord): Promise<void> {
