@@ -106,7 +106,8 @@ describe('admission webhooks', () => {
     fs.writeFileSync(path.join(dir, 'manifests.yaml'), manifest);
     env = await startEnvironment({
       crds: [path.join(__dirname, '..', '..', 'fixtures', 'crds', 'widgets.yaml')],
-      webhooks: { paths: [dir] },
+      webhooks: { paths: [dir], uninstallOnStop: true },
+      serviceArgs: { admission: [`--webhook-isolation-failures=${ISOLATION_THRESHOLD}`, `--webhook-isolation-backoff=${ISOLATION_BACKOFF_MS / 1000}s`] },
     });
     fs.rmSync(dir, { recursive: true, force: true });
     caBundle = (env.webhooks?.localServingCaData ?? Buffer.alloc(0)).toString('base64');
