@@ -2,6 +2,7 @@ import { ApiError, type ApiObject, type ResourceDefinition, type StatusCause, ty
 import { configMapDefinition, eventDefinition, namespaceDefinition, rbacDefinitions } from '@svc/kinds';
 import { checkIdentity, createObject, deleteCollection, deleteObject, getObject, listObjects, updateObject, type ComputedWrite, type WriteContext } from './store';
 import { DEFAULT_LIMITS } from '../server';
+import type { AdmissionView } from './write-context';
 import { FakeAdmission, FakeAuthz, FakeStorage, TEST_USER, fakeDeps } from './testing/fakes';
 
 /**
@@ -190,6 +191,34 @@ describe('createObject', () => {
     const err = await failure(createObject(s.ctx, cm('cm', {}, { finalizers: ['not a name'] })));
     expect(err.code).toBe(422);
     expect(err.details?.causes?.map((c) => c.field)).toEqual(['metadata.finalizers[0]']);
+  });
+
+  test('owner references without uid, kind or name, or with an apiVersion that does not parse, are 422 naming the field', async () => {
+    const s = setup(configMaps);
+    const refs = [
+      { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner' },
+      { apiVersion: 'a/b/c', kind: '', name: '', uid: 'u2' },
+    ];
+    const err = await failure(createObject(s.ctx, cm('cm', {}, { ownerReferences: refs })));
+    expect(err.code).toBe(422);
+    expect(err.details?.causes).toEqual(expect.arrayContaining([
+      { reason: 'FieldValueInvalid', field: 'metadata.ownerReferences.uid', message: 'Invalid value: "": uid must not be empty' },
+      { reason: 'FieldValueInvalid', field: 'metadata.ownerReferences.apiVersion', message: 'Invalid value: "a/b/c": version must not be empty' },
+      { reason: 'FieldValueInvalid', field: 'metadata.ownerReferences.kind', message: 'Invalid value: "": kind must not be empty' },
+      { reason: 'FieldValueInvalid', field: 'metadata.ownerReferences.name', message: 'Invalid value: "": name must not be empty' },
+    ]));
+    expect(s.storage.calls).toEqual([]);
+  });
+
+  test('two controller references, or an Event as owner, are 422; valid references are stored', async () => {
+    const s = setup(configMaps);
+    const ref = (name: string, extra: Record<string, unknown> = {}) => ({ apiVersion: 'apps.svc.io/v1', kind: 'Thing', name, uid: `uid-${name}`, ...extra });
+    const two = await failure(createObject(s.ctx, cm('cm', {}, { ownerReferences: [ref('a', { controller: true }), ref('b', { controller: true })] })));
+    expect(two.details?.causes?.[0]?.message).toBe('Invalid value: "Thing/a": Only one reference can have Controller set to true. Found "true" in references for Thing/a and Thing/b');
+    const event = await failure(createObject(s.ctx, cm('cm', {}, { ownerReferences: [{ apiVersion: 'v1', kind: 'Event', name: 'e', uid: 'u' }] })));
+    expect(event.details?.causes?.[0]?.field).toBe('metadata.ownerReferences');
+    const created = await createObject(s.ctx, cm('cm', {}, { ownerReferences: [ref('a', { controller: true }), ref('b')] }));
+    expect(created.object.metadata?.ownerReferences?.map((r) => r.uid)).toEqual(['uid-a', 'uid-b']);
   });
 
   test('a strategy runs prepareForCreate, then defaults, then validation', async () => {
@@ -418,6 +447,22 @@ describe('updateObject', () => {
     const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { resourceVersion: s.rv }));
     expect([out.result.object['data'], out.result.object.metadata?.creationTimestamp]).toEqual([{ a: '3' }, s.stored.metadata?.creationTimestamp]);
     expect(s.admission.calls[0]?.options).toEqual({ kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' });
+  });
+
+  test('a write with an admission view shows admission the view, and a changed view goes back onto the object', async () => {
+    const s = await seeded();
+    const view: AdmissionView = {
+      kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' },
+      of: (o) => ({ apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: o.metadata?.name ?? '' }, spec: { replicas: Number((o['data'] as Record<string, string> | undefined)?.['a'] ?? 0) } }),
+      onto: (v, o) => ({ ...o, data: { a: String((v['spec'] as { replicas: number }).replicas) } }),
+    };
+    s.admission.mutate = (input) => ({ ...(input.object as ApiObject), spec: { replicas: 7 } });
+    const out = await updateObject({ ...s.ctx, admissionView: view }, 'cm', cm('cm', { a: '2' }, { resourceVersion: s.rv }));
+    expect(s.admission.calls.map((c) => [c.phase, c.kind.kind, c.object?.['spec'], c.oldObject?.['spec']])).toEqual([
+      ['mutating-then-validating', 'Scale', { replicas: 2 }, { replicas: 1 }],
+      ['validating', 'Scale', { replicas: 7 }, { replicas: 1 }],
+    ]);
+    expect(out.result.object['data']).toEqual({ a: '7' });
   });
 
   test('a stale resourceVersion is 409 and nothing is written', async () => {

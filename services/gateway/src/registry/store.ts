@@ -25,6 +25,7 @@ import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from 
 import { storageFor } from '../conversion/versioned-storage';
 import type { ObjectStorage } from './storage-interface';
 import type { WriteContext } from './write-context';
+import { validateOwnerReferences } from './owner-references';
 import { writeGuardOf } from './write-guards';
 
 export type { FieldValidation, WriteContext } from './write-context';
@@ -165,6 +166,7 @@ function validateMeta(def: ResourceDefinition, obj: ApiObject): StatusCause[] {
   causes.push(...validateLabels(meta.labels, 'metadata.labels'));
   causes.push(...validateAnnotations(meta.annotations, 'metadata.annotations'));
   (meta.finalizers ?? []).forEach((f, i) => causes.push(...validateQualifiedName(f, `metadata.finalizers[${i}]`)));
+  causes.push(...validateOwnerReferences(meta));
   return causes;
 }
 
@@ -211,14 +213,15 @@ function admissionOptions(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'D
 type Preparation = (obj: ApiObject) => void;
 
 /**
- * An object that mutating admission changed, made a valid object of the
- * kind again or refused: decoded against the schema (fields the kind does
+ * An object that mutating admission changed (through the admission view
+ * when the write has one), made a valid object of the kind again or refused: decoded against the schema (fields the kind does
  * not have are dropped, as the original decodes a patched object), its
  * identity and system fields kept, prepared, defaulted and validated as
  * the client's object was. A refusal names the webhooks that changed it.
  */
-function admittedObject(ctx: WriteContext, name: string, mutated: ApiObject, mutatedBy: string[], prepare: Preparation, updating: boolean): ApiObject {
+function admittedObject(ctx: WriteContext, name: string, onto: (shown: ApiObject) => ApiObject, shown: ApiObject, mutatedBy: string[], prepare: Preparation, updating: boolean): ApiObject {
   try {
+    const mutated = onto(shown);
     checkTypeMeta(ctx.def, mutated);
     const obj = decodeAgainstSchema({ ...ctx, fieldValidation: 'Ignore', duplicateFields: [] }, mutated);
     const causes: StatusCause[] = [];
@@ -245,30 +248,34 @@ interface AdmitExtras {
 
 async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE', name: string, obj: ApiObject | undefined, old: ApiObject | undefined, extras: AdmitExtras = {}): Promise<ApiObject | undefined> {
   const { prepare, deletion } = extras;
+  const view = ctx.admissionView;
+  const shown = <T extends ApiObject | undefined>(o: T): T => (o && view ? (view.of(o) as T) : o);
+  const resource = admissionResource(ctx.def);
   const base = {
     operation,
-    ...admissionResource(ctx.def),
+    ...resource,
+    ...(view ? { kind: view.kind } : {}),
     subresource: ctx.subresource,
     namespace: ctx.def.namespaced ? ctx.namespace : '',
     name,
     userInfo: ctx.user,
     dryRun: ctx.dryRun,
     options: admissionOptions(ctx, operation, deletion),
-    ...(old ? { oldObject: old } : {}),
+    ...(old ? { oldObject: shown(old) } : {}),
   };
   // Admission may call webhooks: its deadline is its own.
   const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
   // The caller validated `obj`; when mutation leaves it unchanged, admission
   // validates in the same call.
-  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: obj } : {}) }, opts);
+  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: shown(obj) } : {}) }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
   const guard = writeGuardOf(ctx.def);
   if (mutated.validated) {
     if (obj && operation !== 'DELETE') await guard?.(ctx, name, obj);
     return obj;
   }
-  const final = mutated.object && obj && prepare ? admittedObject(ctx, name, mutated.object, mutated.mutatedBy, prepare, operation === 'UPDATE') : obj;
-  const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: final } : {}) }, opts);
+  const final = mutated.object && obj && prepare ? admittedObject(ctx, name, view ? (v) => view.onto(v, obj) : (v) => v, mutated.object, mutated.mutatedBy, prepare, operation === 'UPDATE') : obj;
+  const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: shown(final) } : {}) }, opts);
   for (const w of validated.warnings) ctx.warn(w);
   if (final && operation !== 'DELETE') await guard?.(ctx, name, final);
   return final;

@@ -1,8 +1,20 @@
-import type { ResourceDefinition, UserInfo } from '@svc/apimachinery';
+import type { ApiObject, ResourceDefinition, UserInfo } from '@svc/apimachinery';
 import type { GatewayDeps } from '../backends';
 
 /** How unknown and duplicate fields of a body are reported: dropped, a warning each, or a 400. */
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
+
+/**
+ * What admission is shown when a subresource writes an object as another
+ * kind (the autoscaling/v1 Scale of a `scale` subresource), as the original
+ * admits the subresource's own object: the view of the object, and how a
+ * view a mutating webhook changed goes back onto the object.
+ */
+export interface AdmissionView {
+  kind: { group: string; version: string; kind: string };
+  of(obj: ApiObject): ApiObject;
+  onto(view: ApiObject, obj: ApiObject): ApiObject;
+}
 
 export interface WriteContext {
   deps: GatewayDeps;
@@ -26,5 +38,7 @@ export interface WriteContext {
    */
   authorizeCreate(): Promise<void>;
   warn(text: string): void;
+  /** Admission sees the object as this view (a subresource of another kind); absent: as the object itself. */
+  admissionView?: AdmissionView;
   now?: Date;
 }

@@ -6,6 +6,7 @@ import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../../negotiation
 import { writeBody } from '../../responses';
 import { toTable, type IncludeObject } from '../../table';
 import { checkTypeMeta, decodeAgainstSchema, getObject, updateObject, type WriteContext } from '../store';
+import type { AdmissionView } from '../write-context';
 import { outputFormat, parseResourceVersion, query, readBody, readContext, writeContext, type ResourceRequest } from '../../handlers/common';
 import { APPLY_JSON, APPLY_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC, applyOptions } from '../../handlers/patch';
 
@@ -72,7 +73,7 @@ export async function handleScale(req: Request, res: Response, r: ResourceReques
     const patcher = scalePatcher(req, ctx, r, body, paths);
     scaleOf = (current) => ({ scale: patcher(current) });
   }
-  const outcome = await updateObject(ctx, r.info.name, {}, (current) => {
+  const outcome = await updateObject({ ...ctx, admissionView: scaleAdmissionView(r, paths) }, r.info.name, {}, (current) => {
     if (!current.metadata) throw ApiError.notFound({ group: r.def.group, resource: r.def.plural }, r.info.name);
     const { scale, managedFields } = scaleOf(current);
     const next = withSpecReplicas(current, paths, desiredReplicas(scale));
@@ -85,6 +86,23 @@ export async function handleScale(req: Request, res: Response, r: ResourceReques
     return { sent: scale, object: next };
   });
   writeBody(req, res, 200, scaleFromObject(outcome.result.object, paths).scale, format);
+}
+
+/**
+ * Admission sees the Scale of the object, as the original admits a scale
+ * subresource's write: a webhook that changes its replicas changes the
+ * object's spec replicas path.
+ */
+function scaleAdmissionView(r: ResourceRequest, paths: ScaleSubresourcePaths): AdmissionView {
+  return {
+    kind: { group: AUTOSCALING_GROUP, version: 'v1', kind: 'Scale' },
+    of: (obj) => scaleFromObject(obj, paths).scale,
+    onto: (scale, obj) => {
+      const causes = validateScale(scale);
+      if (causes.length > 0) throw ApiError.invalid({ group: AUTOSCALING_GROUP, kind: 'Scale' }, r.info.name, causes);
+      return withSpecReplicas(obj, paths, desiredReplicas(scale));
+    },
+  };
 }
 
 /** A Scale sent by the client: its type meta and field types checked (its name and namespace are the update's to check). */
