@@ -467,7 +467,8 @@ export async function updateObject(request: WriteContext, name: string, input: A
     try {
       const result = await resourceStorage(ctx.deps, def).update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.
-      if (result.object.metadata?.deletionTimestamp && !holdsDeletion(def, result.object) && !ctx.dryRun) {
+      // A gracefully terminating object (a grace period above 0) waits for its period instead.
+      if (result.object.metadata?.deletionTimestamp && !result.object.metadata.deletionGracePeriodSeconds && !holdsDeletion(def, result.object) && !ctx.dryRun) {
         const removed = await resourceStorage(ctx.deps, def).delete(key, { revision: result.revision }, callOpts);
         return { result: removed, created: false };
       }
@@ -529,6 +530,36 @@ export async function deleteObject(request: WriteContext, name: string, options:
   }
 }
 
+/** The deletion marks graceful deletion gives an object. */
+interface GracefulMark {
+  deletionTimestamp: string;
+  deletionGracePeriodSeconds: number;
+}
+
+/**
+ * What graceful deletion makes of a DELETE (the original's BeforeDelete):
+ * undefined when the kind does not delete gracefully (or the object was
+ * marked without a grace period, so it goes now); `pending` when the object
+ * is already terminating and the request asks for no shorter period (it is
+ * left as it is); else the marks, which delete the object at once when the
+ * period is 0. A terminating object's period may only be shortened, its
+ * deletionTimestamp moved back by the difference.
+ */
+function gracefulDeletion(def: ResourceDefinition, obj: ApiObject, requested: number | undefined, now: Date): GracefulMark | 'pending' | undefined {
+  const period = def.strategy.gracefulDeletePeriod;
+  if (!period) return undefined;
+  const meta = obj.metadata ?? {};
+  if (meta.deletionTimestamp) {
+    const pending = meta.deletionGracePeriodSeconds;
+    if (pending === undefined) return undefined;
+    if (requested === undefined || requested >= pending) return 'pending';
+    const started = Date.parse(meta.deletionTimestamp) - pending * 1000;
+    return { deletionTimestamp: rfc3339(new Date(started + requested * 1000)), deletionGracePeriodSeconds: requested };
+  }
+  const seconds = period(obj, requested);
+  return { deletionTimestamp: rfc3339(new Date(now.getTime() + seconds * 1000)), deletionGracePeriodSeconds: seconds };
+}
+
 async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOptions): Promise<DeleteOutcome> {
   const { def } = ctx;
   const pre = options.preconditions ?? {};
@@ -546,11 +577,13 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
     );
   }
   await admit(ctx, 'DELETE', name, undefined, current.object, { deletion: options });
-  if (holdsDeletion(def, current.object)) {
-    if (current.object.metadata?.deletionTimestamp) return { object: current.object, removed: false };
+  const grace = gracefulDeletion(def, current.object, options.gracePeriodSeconds, ctx.now ?? new Date());
+  if (grace === 'pending') return { object: current.object, removed: false };
+  if (holdsDeletion(def, current.object) || (grace !== undefined && grace.deletionGracePeriodSeconds > 0)) {
+    if (current.object.metadata?.deletionTimestamp && grace === undefined) return { object: current.object, removed: false };
     const marked: ApiObject = {
       ...current.object,
-      metadata: { ...(current.object.metadata ?? {}), deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 },
+      metadata: { ...(current.object.metadata ?? {}), ...(grace ?? { deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 }) },
     };
     def.strategy.prepareForDeletion?.(marked);
     const res = await resourceStorage(ctx.deps, def).update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
