@@ -68,6 +68,15 @@ export interface ResourceStrategy {
   finalizing?(obj: ApiObject): boolean;
   /** Sets what a terminating object shows (a namespace's `Terminating` phase) when a DELETE marks it. */
   prepareForDeletion?(obj: ApiObject): void;
+  /**
+   * The kind deletes gracefully (the original's CheckGracefulDelete): the
+   * grace period, in seconds, a DELETE gives `obj`, from the one the client
+   * asked for (undefined when it asked for none). A period above 0 only
+   * marks the object (deletionTimestamp that far ahead and
+   * deletionGracePeriodSeconds); 0 deletes it. Kinds without the hook are
+   * deleted at once.
+   */
+  gracefulDeletePeriod?(obj: ApiObject, requested: number | undefined): number;
 }
 
 /**
@@ -125,6 +134,12 @@ export interface ResourceDefinition {
    * versions); unset when objects are stored as served.
    */
   storageVersioning?: StorageVersioning;
+  /**
+   * The group and resource whose storage holds this kind's objects, when it
+   * is another's (`events.svc.io` events are stored as core events, one
+   * object readable through either); unset: the kind's own group and plural.
+   */
+  storedAs?: { group: string; resource: string };
   /** `/scale` serves an autoscaling/v1 Scale mapped onto these paths (custom resources with `subresources.scale`). */
   scale?: ScaleSubresourcePaths;
   /**
@@ -152,7 +167,11 @@ export interface StorageVersioning {
   schemaOf(apiVersion: string): Schema | undefined;
 }
 
-export type ConversionStrategy = { strategy: 'None' } | { strategy: 'Webhook'; webhook: ConversionWebhookConfig };
+export type ConversionStrategy =
+  | { strategy: 'None' }
+  | { strategy: 'Webhook'; webhook: ConversionWebhookConfig }
+  /** A built-in kind served in two forms: `convert` answers `obj` in `apiVersion` (without changing `obj`). */
+  | { strategy: 'Builtin'; convert(obj: ApiObject, apiVersion: string): ApiObject };
 
 export interface ConversionWebhookConfig {
   /** The https URL called: `url`, or the one a service reference stands for. */

@@ -38,11 +38,12 @@ export {
   TOLERATION_SCHEMA,
   VOLUME_SCHEMA,
 } from './pod-schema';
-export { defaultPullPolicy, podDefinition, podDisplayStatus, qosClass } from './pod';
+export { defaultPullPolicy, podDefinition, podDisplayStatus, podGracePeriod, qosClass } from './pod';
 export { SERVICE_PORT_SCHEMA, SERVICE_SCHEMA, SERVICE_TYPES, serviceDefinition } from './service';
 export { NODE_ROLE_LABEL_PREFIX, NODE_SCHEMA, nodeDefinition } from './node';
 export { ENDPOINTS_SCHEMA, endpointsDefinition } from './endpoints';
 export { EVENT_SCHEMA, eventDefinition } from './event';
+export { EVENTS_API_VERSION, EVENTS_GROUP, EVENTS_V1_SCHEMA, convertEvent, eventsV1Definition, validateEventCreate, validateEventUpdate } from './events-v1';
 export { LEASE_GROUP, LEASE_SCHEMA, leaseDefinition } from './lease';
 export { AUTHENTICATION_GROUP, SELF_SUBJECT_REVIEW_SCHEMA, TOKEN_REQUEST_SCHEMA, TOKEN_REVIEW_SCHEMA, authenticationDefinitions } from './authentication';
 export { BOOTSTRAPPERS_GROUP, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_USER_PREFIX, CLUSTER_INFO_CONFIG_MAP, JWS_KEY_PREFIX, bootstrapSecretMatches, bootstrapTokenExpired, parseBootstrapToken, readBootstrapTokenSecret, type BootstrapTokenSecret } from './bootstrap-token';

@@ -407,6 +407,23 @@ export function validatePodUpdate(obj: ApiObject, old: ApiObject): StatusCause[]
   return causes;
 }
 
+// ---- graceful deletion -------------------------------------------------------
+
+/**
+ * The grace period a DELETE gives a pod, as the original pod strategy
+ * decides it: the one asked for, else the pod's
+ * terminationGracePeriodSeconds; 0 for a pod bound to no node (nothing runs
+ * it) and for a pod that has finished (Succeeded or Failed); a negative one
+ * is 1.
+ */
+export function podGracePeriod(obj: ApiObject, requested: number | undefined): number {
+  const spec = asRecord(obj['spec']) ?? {};
+  let period = requested ?? asNumber(spec['terminationGracePeriodSeconds']) ?? 0;
+  const phase = asString(asRecord(obj['status'])?.['phase']);
+  if (!asString(spec['nodeName']) || phase === 'Succeeded' || phase === 'Failed') period = 0;
+  return period < 0 ? 1 : period;
+}
+
 // ---- table -----------------------------------------------------------------
 
 function statusOf(obj: ApiObject): Fields {
@@ -515,6 +532,7 @@ export function podDefinition(): ResourceDefinition {
       applyDefaults: applyPodDefaults,
       validate: validatePod,
       validateUpdate: validatePodUpdate,
+      gracefulDeletePeriod: podGracePeriod,
     },
     openApiName: 'io.svc.api.core.v1.Pod',
     allowUnconditionalUpdate: true,

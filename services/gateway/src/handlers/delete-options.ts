@@ -22,8 +22,8 @@ import { dryRunOf } from './common';
  * the object alone, which is what `Background` does when there are no
  * dependents.
  *
- * `gracePeriodSeconds` is accepted: no kind here deletes gracefully, and
- * the original ignores the grace period for such kinds. A negative one is
+ * `gracePeriodSeconds` is accepted: kinds that delete gracefully (pods)
+ * honour it, the others ignore it as the original does. A negative one is
  * read as 1, as the original reads it, not refused.
  */
 
@@ -131,7 +131,7 @@ export function parseDeleteOptions(queryValues: (name: string) => readonly strin
   const options: DeleteOptions = { dryRun };
   if (fromBody.preconditions !== undefined) options.preconditions = fromBody.preconditions;
   if (propagationPolicy !== undefined) options.propagationPolicy = propagationPolicy;
-  // Negative means 1 second, as in the original; no kind deletes gracefully yet, so either way the object goes at once.
+  // Negative means 1 second, as in the original.
   if (gracePeriodSeconds !== undefined) options.gracePeriodSeconds = gracePeriodSeconds < 0 ? 1 : gracePeriodSeconds;
   return options;
 }

@@ -1,5 +1,5 @@
 import { ApiError, type ApiObject, type ResourceDefinition, type StatusCause, type StoredKey } from '@svc/apimachinery';
-import { configMapDefinition, eventDefinition, namespaceDefinition, rbacDefinitions } from '@svc/kinds';
+import { configMapDefinition, eventDefinition, namespaceDefinition, podDefinition, podGracePeriod, rbacDefinitions } from '@svc/kinds';
 import { checkIdentity, createObject, deleteCollection, deleteObject, getObject, listObjects, updateObject, type ComputedWrite, type WriteContext } from './store';
 import { DEFAULT_LIMITS } from '../server';
 import type { AdmissionView } from './write-context';
@@ -917,6 +917,75 @@ describe('deleteObject', () => {
       expect(out.object.metadata?.deletionTimestamp).toBe(CREATED);
       expect(s.storage.callsOf('update').map((c) => c.key)).toEqual([key(namespaces, 'demo')]);
     });
+  });
+});
+
+describe('graceful deletion (pods)', () => {
+  const pods = podDefinition();
+  const pod = (name: string, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): ApiObject => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, ...metadata },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], ...spec },
+  });
+  const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000).toISOString().replace('.000Z', 'Z');
+
+  test('a pod bound to no node is deleted at once, whatever the grace period asked for', async () => {
+    const s = setup(pods);
+    await seed(s, pod('web'));
+    const out = await deleteObject(s.ctx, 'web', { gracePeriodSeconds: 30 });
+    expect(out.removed).toBe(true);
+    expect(ops(s)).toEqual(['get', 'delete']);
+  });
+
+  test('a bound pod is marked with its terminationGracePeriodSeconds; a second delete leaves it; a shorter period moves the deadline back; 0 deletes it', async () => {
+    const s = setup(pods);
+    await seed(s, pod('web', { nodeName: 'n1' }));
+    const first = await deleteObject(s.ctx, 'web', {});
+    expect(first.removed).toBe(false);
+    expect(first.object.metadata).toMatchObject({ deletionTimestamp: at(30), deletionGracePeriodSeconds: 30 });
+    expect(s.storage.callsOf('delete')).toEqual([]);
+
+    s.storage.calls.length = 0;
+    const again = await deleteObject({ ...s.ctx, now: new Date(NOW.getTime() + 5000) }, 'web', { gracePeriodSeconds: 60 });
+    expect(ops(s)).toEqual(['get']);
+    expect(again.object.metadata).toMatchObject({ deletionTimestamp: at(30), deletionGracePeriodSeconds: 30 });
+
+    const shorter = await deleteObject(s.ctx, 'web', { gracePeriodSeconds: 10 });
+    expect(shorter.removed).toBe(false);
+    expect(shorter.object.metadata).toMatchObject({ deletionTimestamp: at(10), deletionGracePeriodSeconds: 10 });
+
+    const forced = await deleteObject(s.ctx, 'web', { gracePeriodSeconds: 0 });
+    expect(forced.removed).toBe(true);
+    expect(s.storage.byKey.size).toBe(0);
+  });
+
+  test('a bound pod deleted with grace 0, or one that has finished, goes at once; a negative period is 1', async () => {
+    const s = setup(pods);
+    await seed(s, pod('forced', { nodeName: 'n1' }));
+    expect((await deleteObject(s.ctx, 'forced', { gracePeriodSeconds: 0 })).removed).toBe(true);
+    const done = await seed(s, pod('done', { nodeName: 'n1' }));
+    await updateObject({ ...s.ctx, subresource: 'status' }, 'done', { ...done, status: { phase: 'Succeeded' } });
+    expect(podGracePeriod({ ...done, status: { phase: 'Succeeded' } }, 30)).toBe(0);
+    expect(podGracePeriod(done, -5)).toBe(1);
+    expect(podGracePeriod(done, undefined)).toBe(30);
+  });
+
+  test('a bound pod with finalizers is marked with its grace period; an update of a terminating pod within its period keeps it', async () => {
+    const s = setup(pods);
+    await seed(s, pod('web', { nodeName: 'n1' }, { finalizers: ['example.com/hold'] }));
+    const marked = await deleteObject(s.ctx, 'web', { gracePeriodSeconds: 20 });
+    expect(marked.object.metadata).toMatchObject({ deletionTimestamp: at(20), deletionGracePeriodSeconds: 20 });
+    const released = await updateObject(s.ctx, 'web', { ...marked.object, metadata: { ...marked.object.metadata, finalizers: [] } });
+    expect(released.result.object.metadata?.deletionGracePeriodSeconds).toBe(20);
+    expect(s.storage.byKey.size).toBe(1);
+    expect((await deleteObject(s.ctx, 'web', { gracePeriodSeconds: 0 })).removed).toBe(true);
+  });
+
+  test('a kind that does not delete gracefully ignores the grace period', async () => {
+    const s = setup(configMaps);
+    await seed(s, cm('cm'));
+    expect((await deleteObject(s.ctx, 'cm', { gracePeriodSeconds: 30 })).removed).toBe(true);
   });
 });
 
