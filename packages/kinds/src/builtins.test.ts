@@ -42,6 +42,7 @@ describe('builtinResources', () => {
       '/v1/endpoints:Endpoints',
       '/v1/events:Event',
       'coordination.svc.io/v1/leases:Lease',
+      'policy/v1/poddisruptionbudgets:PodDisruptionBudget',
       'authentication.svc.io/v1/tokenreviews:TokenReview',
       'authentication.svc.io/v1/selfsubjectreviews:SelfSubjectReview',
       'authentication.svc.io/v1beta1/tokenreviews:TokenReview',
@@ -81,6 +82,7 @@ describe('builtinResources', () => {
       endpoints: ['ep'],
       events: ['ev'],
       leases: [],
+      poddisruptionbudgets: ['pdb'],
       mutatingwebhookconfigurations: [],
       validatingwebhookconfigurations: [],
       validatingadmissionpolicies: [],
@@ -108,7 +110,7 @@ describe('builtinResources', () => {
 
   it('gives status subresources to the kinds that have one', () => {
     const withStatus = defs.filter((d) => d.subresources.some((s) => s.name === 'status')).map((d) => d.plural);
-    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'validatingadmissionpolicies', 'customresourcedefinitions']);
+    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'poddisruptionbudgets', 'validatingadmissionpolicies', 'customresourcedefinitions']);
   });
 
   it('has structural schemas with consistent merge markers', () => {

@@ -10,6 +10,7 @@ import { leaseDefinition } from './lease';
 import { namespaceDefinition } from './namespace';
 import { nodeDefinition } from './node';
 import { podDefinition } from './pod';
+import { podDisruptionBudgetDefinition } from './pod-disruption-budget';
 import { rbacDefinitions } from './rbac';
 import { secretDefinition } from './secret';
 import { serviceDefinition } from './service';
@@ -28,6 +29,7 @@ export function builtinResources(): ResourceDefinition[] {
     endpointsDefinition(),
     eventDefinition(),
     leaseDefinition(),
+    podDisruptionBudgetDefinition(),
     ...authenticationDefinitions(),
     ...rbacDefinitions(),
     ...authorizationDefinitions(),

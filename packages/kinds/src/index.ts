@@ -39,6 +39,7 @@ export {
   VOLUME_SCHEMA,
 } from './pod-schema';
 export { defaultPullPolicy, podDefinition, podDisplayStatus, podGracePeriod, qosClass } from './pod';
+export { EVICTION_SCHEMA, POD_DISRUPTION_BUDGET_SCHEMA, POLICY_GROUP, UNHEALTHY_POD_EVICTION_POLICIES, podDisruptionBudgetDefinition } from './pod-disruption-budget';
 export { SERVICE_PORT_SCHEMA, SERVICE_SCHEMA, SERVICE_TYPES, serviceDefinition } from './service';
 export { NODE_ROLE_LABEL_PREFIX, NODE_SCHEMA, nodeDefinition } from './node';
 export { ENDPOINTS_SCHEMA, endpointsDefinition } from './endpoints';

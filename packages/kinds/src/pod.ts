@@ -13,6 +13,7 @@ import {
   required,
 } from './field-errors';
 import { asList, asNumber, asRecord, asString, cloneJson, deepEqual, isRecord, setDefault, type Fields } from './object-access';
+import { EVICTION_SCHEMA, POLICY_GROUP } from './pod-disruption-budget';
 import { POD_SCHEMA } from './pod-schema';
 import { keepStatus, resetStatus } from './status';
 
@@ -520,7 +521,10 @@ export function podDefinition(): ResourceDefinition {
     categories: ['all'],
     namespaced: true,
     verbs: [...STANDARD_VERBS],
-    subresources: [{ name: 'status', verbs: ['get', 'patch', 'update'] }],
+    subresources: [
+      { name: 'status', verbs: ['get', 'patch', 'update'] },
+      { name: 'eviction', verbs: ['create'], kind: 'Eviction', group: POLICY_GROUP, version: 'v1', schema: EVICTION_SCHEMA, openApiName: 'io.svc.api.policy.v1.Eviction' },
+    ],
     schema: POD_SCHEMA,
     printerColumns: POD_COLUMNS,
     strategy: {

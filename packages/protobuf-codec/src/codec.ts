@@ -14,6 +14,9 @@ export { PROTOBUF_PREFIX };
 const PACKAGES: Record<string, string> = {
   v1: 'svc.api.core.v1',
   'coordination.svc.io/v1': 'svc.api.coordination.v1',
+  'policy/v1': 'svc.api.policy.v1',
+  // An Eviction may still be sent as policy/v1beta1; its message is v1's.
+  'policy/v1beta1': 'svc.api.policy.v1',
   'authentication.svc.io/v1': 'svc.api.authentication.v1',
   'authentication.svc.io/v1beta1': 'svc.api.authentication.v1beta1',
   // Clients built against the upstream type names send these in the
