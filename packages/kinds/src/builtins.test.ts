@@ -59,6 +59,7 @@ describe('builtinResources', () => {
       'admissionregistration.svc.io/v1/validatingwebhookconfigurations:ValidatingWebhookConfiguration',
       'admissionregistration.svc.io/v1/validatingadmissionpolicies:ValidatingAdmissionPolicy',
       'admissionregistration.svc.io/v1/validatingadmissionpolicybindings:ValidatingAdmissionPolicyBinding',
+      'events.svc.io/v1/events:Event',
       'apiextensions.svc.io/v1/customresourcedefinitions:CustomResourceDefinition',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({

@@ -6,6 +6,7 @@ import { configMapDefinition } from './config-map';
 import { customResourceDefinitionDefinition } from './custom-resource-definition';
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
+import { eventsV1Definition } from './events-v1';
 import { leaseDefinition } from './lease';
 import { namespaceDefinition } from './namespace';
 import { nodeDefinition } from './node';
@@ -34,6 +35,7 @@ export function builtinResources(): ResourceDefinition[] {
     ...rbacDefinitions(),
     ...authorizationDefinitions(),
     ...admissionRegistrationDefinitions(),
+    eventsV1Definition(),
     customResourceDefinitionDefinition(),
   ];
 }

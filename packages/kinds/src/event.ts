@@ -82,22 +82,29 @@ function lastSeen(obj: ApiObject): string | null {
   );
 }
 
-const EVENT_COLUMNS: PrinterColumn[] = [
-  { name: 'Last Seen', type: 'date', jsonPath: '.lastTimestamp', description: 'When the event last occurred.', compute: lastSeen },
-  { name: 'Type', type: 'string', jsonPath: '.type', description: 'Normal or Warning.' },
-  { name: 'Reason', type: 'string', jsonPath: '.reason', description: 'Why the event was reported.' },
-  {
-    name: 'Object',
-    type: 'string',
-    jsonPath: '.involvedObject',
-    description: 'The object the event is about.',
-    compute: (obj) => {
-      const involved = asRecord(obj['involvedObject']) ?? {};
-      return `${(asString(involved['kind']) ?? '').toLowerCase()}/${asString(involved['name']) ?? ''}`;
+/**
+ * The columns of an event table, as kubectl shows events: when it was last
+ * seen, its type and reason, the object it is about and what happened;
+ * `fields` names where each form of the event keeps them.
+ */
+export function eventColumns(fields: { lastSeen: string; reference: string; message: string }, lastSeenOf: (obj: ApiObject) => string | null): PrinterColumn[] {
+  return [
+    { name: 'Last Seen', type: 'date', jsonPath: `.${fields.lastSeen}`, description: 'When the event last occurred.', compute: lastSeenOf },
+    { name: 'Type', type: 'string', jsonPath: '.type', description: 'Normal or Warning.' },
+    { name: 'Reason', type: 'string', jsonPath: '.reason', description: 'Why the event was reported.' },
+    {
+      name: 'Object',
+      type: 'string',
+      jsonPath: `.${fields.reference}`,
+      description: 'The object the event is about.',
+      compute: (obj) => {
+        const reference = asRecord(obj[fields.reference]) ?? {};
+        return `${(asString(reference['kind']) ?? '').toLowerCase()}/${asString(reference['name']) ?? ''}`;
+      },
     },
-  },
-  { name: 'Message', type: 'string', jsonPath: '.message', description: 'What happened.' },
-];
+    { name: 'Message', type: 'string', jsonPath: `.${fields.message}`, description: 'What happened.' },
+  ];
+}
 
 export function eventDefinition(): ResourceDefinition {
   return {
@@ -113,7 +120,7 @@ export function eventDefinition(): ResourceDefinition {
     verbs: [...STANDARD_VERBS],
     subresources: [],
     schema: EVENT_SCHEMA,
-    printerColumns: EVENT_COLUMNS,
+    printerColumns: eventColumns({ lastSeen: 'lastTimestamp', reference: 'involvedObject', message: 'message' }, lastSeen),
     strategy: { validate: validateEvent },
     openApiName: 'io.svc.api.core.v1.Event',
     allowUnconditionalUpdate: true,

@@ -17,6 +17,8 @@ const PACKAGES: Record<string, string> = {
   'policy/v1': 'svc.api.policy.v1',
   // An Eviction may still be sent as policy/v1beta1; its message is v1's.
   'policy/v1beta1': 'svc.api.policy.v1',
+  'events.svc.io/v1': 'svc.api.events.v1',
+  'events.k8s.io/v1': 'svc.api.events.v1',
   'authentication.svc.io/v1': 'svc.api.authentication.v1',
   'authentication.svc.io/v1beta1': 'svc.api.authentication.v1beta1',
   // Clients built against the upstream type names send these in the

@@ -5,7 +5,8 @@ import { conversionReviewRequest, convertedObjectsFrom, reviewVersionFor } from 
 
 /**
  * Converts objects of one kind between its versions, as a definition's
- * conversion strategy says: `None` rewrites apiVersion only; `Webhook`
+ * conversion strategy says: `None` rewrites apiVersion only; `Builtin`
+ * is the kind's own field mapping; `Webhook`
  * asks the definition's conversion webhook with ConversionReviews. Objects
  * already in the desired version are not sent. A failure is a 500
  * InternalError naming the webhook, turned into it here and nowhere else.
@@ -114,6 +115,22 @@ export class WebhookConverter implements ObjectConverter {
   }
 }
 
+/** A built-in kind's own conversion, object by object. */
+function builtinConverter(convert: (obj: ApiObject, apiVersion: string) => ApiObject): ObjectConverter {
+  return {
+    async convert(objects, apiVersion) {
+      return objects.map((o) => (o.apiVersion === apiVersion ? o : convert(o, apiVersion)));
+    },
+  };
+}
+
 export function converterFor(conversion: ConversionStrategy, options?: WebhookConverterOptions): ObjectConverter {
-  return conversion.strategy === 'Webhook' ? new WebhookConverter(conversion.webhook, options) : noneConverter;
+  switch (conversion.strategy) {
+    case 'Webhook':
+      return new WebhookConverter(conversion.webhook, options);
+    case 'Builtin':
+      return builtinConverter(conversion.convert);
+    default:
+      return noneConverter;
+  }
 }

@@ -17,7 +17,7 @@ export class VersionedObjects {
     private readonly converter: ObjectConverter,
   ) {
     this.servedVersion = groupVersion(def);
-    this.storageVersion = groupVersion({ group: def.group, version: versioning.storageVersion });
+    this.storageVersion = groupVersion({ group: (def.storedAs ?? def).group, version: versioning.storageVersion });
   }
 
   /** Stored objects (not changed) as the served version shows them. */

@@ -73,8 +73,10 @@ export function conversionOptions(deps: Pick<GatewayDeps, 'limits' | 'webhookAge
   return { ...DEFAULT_WEBHOOK_CONVERTER_OPTIONS, timeoutMs: deps.limits.conversionWebhookTimeoutMs, agents: deps.webhookAgents };
 }
 
+/** Where `def`'s objects are stored: its own group and plural, or the storage it shares with another kind. */
 export function keyOf(def: ResourceDefinition, namespace: string, name: string): StoredKey {
-  return { group: def.group, resource: def.plural, namespace: def.namespaced ? namespace : '', name };
+  const { group, resource } = def.storedAs ?? { group: def.group, resource: def.plural };
+  return { group, resource, namespace: def.namespaced ? namespace : '', name };
 }
 
 /** What a read needs: the kind, the request's namespace, and the request it belongs to. */

@@ -66,10 +66,8 @@ function watchScope(ctx: ReadContext, options: WatchOptions) {
   const { def } = ctx;
   const namespace = def.namespaced ? ctx.namespace : '';
   const nameFilter = fields.requirements.find((q) => q.field === 'metadata.name' && q.operator === '=')?.value;
-  const prefix =
-    nameFilter && (namespace || !def.namespaced)
-      ? objectKey({ group: def.group, resource: def.plural, namespace, name: nameFilter })
-      : collectionPrefix({ group: def.group, resource: def.plural, namespace });
+  const { group, resource } = keyOf(def, namespace, '');
+  const prefix = nameFilter && (namespace || !def.namespaced) ? objectKey({ group, resource, namespace, name: nameFilter }) : collectionPrefix({ group, resource, namespace });
   return { prefix, matches: (obj: ApiObject | undefined): boolean => obj !== undefined && matchesSelectors(obj, labels, fields) };
 }
 
@@ -134,12 +132,14 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
   /** `shown` is the change as this watch's version shows it: the change's own objects, or their conversions. */
   const emitChange = (e: Change, obj: ApiObject | undefined, prev: ApiObject | undefined, shown: 'shared' | 'converted'): void => {
     const of = (object: unknown): WatchPayload => (shown === 'shared' ? { object, change: e, ...(e.object ? { shared: e.object } : {}) } : { object });
+    // A kind stored as another is selected by its stored form's fields (as the original selects events by their core fields).
+    const selected = (shownObject: ApiObject | undefined, stored: ApiObject | undefined): boolean => matches(shownObject !== undefined && def.storedAs ? stored : shownObject);
     if (e.type === 'DELETED') {
-      if (matches(obj)) send('DELETED', of(obj));
+      if (selected(obj, e.object?.object)) send('DELETED', of(obj));
       return;
     }
-    const now = matches(obj);
-    const before = e.type === 'MODIFIED' && matches(prev);
+    const now = selected(obj, e.object?.object);
+    const before = e.type === 'MODIFIED' && selected(prev, e.prev?.object);
     if (now && before) send('MODIFIED', of(obj));
     else if (now) send('ADDED', of(obj));
     // Left the selector: the last state the watcher was shown, at this revision.
