@@ -81,6 +81,7 @@ export const CONTROLLER_ACCOUNTS: Record<string, string> = {
   tokencleaner: 'token-cleaner',
   customresourcedefinition: 'customresourcedefinition-controller',
   'validatingadmissionpolicy-status': 'validatingadmissionpolicy-status-controller',
+  disruption: 'disruption-controller',
 };
 
 /**
@@ -106,7 +107,8 @@ const accountSubject = (account: string): Record<string, string> => ({ kind: 'Se
  * aggregation rewrites aggregated ClusterRoles (escalate: they hold what
  * their sources hold), the definitions controller accepts custom resource
  * definitions and deletes the objects of deleted ones, the policy status controller writes the type
- * checking status of ValidatingAdmissionPolicies, the bootstrap signer reads token Secrets and keeps
+ * checking status of ValidatingAdmissionPolicies, the disruption controller writes the
+ * status of PodDisruptionBudgets (reading the scale of the pods' controllers), the bootstrap signer reads token Secrets and keeps
  * cluster-info, the token cleaner deletes expired token Secrets, the shared
  * informers list and watch what the controllers follow. The
  * controller-manager itself may only create those accounts and their tokens,
@@ -143,6 +145,14 @@ function controllerObjects(): ApiObject[] {
       ],
     ],
     [CONTROLLER_ACCOUNTS['validatingadmissionpolicy-status'] as string, [{ verbs: ['update', 'patch'], apiGroups: ['admissionregistration.svc.io'], resources: ['validatingadmissionpolicies/status'] }]],
+    [
+      CONTROLLER_ACCOUNTS['disruption'] as string,
+      [
+        { verbs: ['update'], apiGroups: ['policy'], resources: ['poddisruptionbudgets/status'] },
+        // The scale of the pods' controllers, found through discovery.
+        { verbs: ['get'], apiGroups: ['*'], resources: ['*/scale'] },
+      ],
+    ],
   ];
   // What the shared informers follow: every collection a controller watches, to list and watch only.
   clusterWide.push([
@@ -152,6 +162,8 @@ function controllerObjects(): ApiObject[] {
       { verbs: ['list', 'watch'], apiGroups: [RBAC], resources: ['clusterroles'] },
       { verbs: ['list', 'watch'], apiGroups: ['apiextensions.svc.io'], resources: ['customresourcedefinitions'] },
       { verbs: ['list', 'watch'], apiGroups: ['admissionregistration.svc.io'], resources: ['validatingadmissionpolicies'] },
+      { verbs: ['list', 'watch'], apiGroups: [''], resources: ['pods'] },
+      { verbs: ['list', 'watch'], apiGroups: ['policy'], resources: ['poddisruptionbudgets'] },
     ],
   ]);
   const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;
@@ -236,6 +248,8 @@ export function defaultRbacObjects(): ApiObject[] {
         { verbs: ['create'], apiGroups: [''], resources: ['serviceaccounts/token'] },
         { verbs: ['impersonate'], apiGroups: [''], resources: ['serviceaccounts'] },
         { verbs: [...READ, ...WRITE], apiGroups: ['coordination.svc.io'], resources: ['leases'] },
+        { verbs: [...READ, ...WRITE], apiGroups: ['policy'], resources: ['poddisruptionbudgets'] },
+        { verbs: ['create'], apiGroups: [''], resources: ['pods/eviction'] },
       ],
       { [AGGREGATE_TO('edit')]: 'true' },
     ),
@@ -245,6 +259,7 @@ export function defaultRbacObjects(): ApiObject[] {
         { verbs: READ, apiGroups: [''], resources: [...CORE_WORKLOADS, 'pods/log', 'pods/status', 'services/status', 'namespaces/status'] },
         { verbs: ['get'], apiGroups: [''], resources: ['namespaces'] },
         { verbs: READ, apiGroups: ['coordination.svc.io'], resources: ['leases'] },
+        { verbs: READ, apiGroups: ['policy'], resources: ['poddisruptionbudgets', 'poddisruptionbudgets/status'] },
         { verbs: READ, apiGroups: ['events.svc.io'], resources: ['events'] },
       ],
       { [AGGREGATE_TO('view')]: 'true' },
