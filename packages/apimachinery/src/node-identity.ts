@@ -50,7 +50,8 @@ export const NODE_RULES: readonly NodeRule[] = [
   { verbs: ['create', 'get', 'list', 'watch'], apiGroups: [''], resources: ['nodes'] },
   { verbs: ['update', 'patch'], apiGroups: [''], resources: ['nodes/status'] },
   { verbs: ['update', 'patch'], apiGroups: [''], resources: ['nodes'] },
-  { verbs: ['create', 'update', 'patch'], apiGroups: [''], resources: ['events'] },
+  // Its events, in either version (the original's eventsRule).
+  { verbs: ['create', 'update', 'patch'], apiGroups: ['', 'events.svc.io'], resources: ['events'] },
   { verbs: READ, apiGroups: [''], resources: ['pods'] },
   // Mirror pods, pod status and evictions of the pods it runs.
   { verbs: ['create', 'delete'], apiGroups: [''], resources: ['pods'] },
