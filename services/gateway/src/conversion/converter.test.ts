@@ -1,5 +1,5 @@
 import { ApiError, type ApiObject, type ConversionWebhookConfig } from '@svc/apimachinery';
-import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, noneConverter, WebhookConverter, type ReviewPoster } from './converter';
+import { converterFor, DEFAULT_WEBHOOK_CONVERTER_OPTIONS, noneConverter, WebhookConverter, type ReviewPoster } from './converter';
 
 const widget = (name: string, apiVersion = 'example.com/v1'): ApiObject => ({ apiVersion, kind: 'Widget', metadata: { name, uid: `uid-${name}` }, spec: { size: name.length } });
 const webhook: ConversionWebhookConfig = { url: 'https://convert.example.com/convert', conversionReviewVersions: ['v1'] };
@@ -24,6 +24,23 @@ describe('conversion strategy None', () => {
     const out = await noneConverter.convert(input, 'example.com/v2');
     expect(out).toEqual([{ ...widget('a'), apiVersion: 'example.com/v2' }, widget('b', 'example.com/v2')]);
     expect(input[0]?.apiVersion).toBe('example.com/v1');
+  });
+});
+
+describe('conversion strategy Builtin', () => {
+  it("converts each object not yet in the asked version with the kind's own function", async () => {
+    const seen: string[] = [];
+    const converter = converterFor({
+      strategy: 'Builtin',
+      convert: (obj, apiVersion) => {
+        seen.push(obj.metadata?.name ?? '');
+        return { ...obj, apiVersion, spec: undefined, renamed: obj['spec'] };
+      },
+    });
+    const out = await converter.convert([widget('a'), widget('b', 'example.com/v2')], 'example.com/v2');
+    expect(seen).toEqual(['a']);
+    expect(out[0]).toMatchObject({ apiVersion: 'example.com/v2', renamed: { size: 1 } });
+    expect(out[1]).toEqual(widget('b', 'example.com/v2'));
   });
 });
 
