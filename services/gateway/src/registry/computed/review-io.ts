@@ -18,6 +18,8 @@ export interface Expected {
   kind: string;
   /** The kind's schema: values of the wrong type are a 400 naming the field. */
   schema?: Schema;
+  /** Versions accepted besides `version` (an Eviction still sent as policy/v1beta1). */
+  versions?: string[];
 }
 
 /**
@@ -32,7 +34,8 @@ export async function readReview(req: Request, r: ResourceRequest, expected: Exp
   if (sent !== '') {
     const slash = sent.indexOf('/');
     const group = slash < 0 ? '' : sent.slice(0, slash);
-    if (canonicalGroup(group) !== expected.group || sent.slice(slash + 1) !== expected.version) {
+    const version = sent.slice(slash + 1);
+    if (canonicalGroup(group) !== expected.group || (version !== expected.version && !(expected.versions ?? []).includes(version))) {
       throw ApiError.badRequest(`the API version in the data (${sent}) does not match the expected API version (${expectedVersion})`);
     }
   }
