@@ -2,6 +2,7 @@ import type { ApiObject } from '@svc/apimachinery';
 import { createLogger } from '@svc/service-kit';
 import type { WatchEvent } from './client';
 import { budgetStatus, countBudget, DisruptionController, type ScaleReader } from './disruption-controller';
+import type { RecordedEvent } from './event-recorder';
 import { SharedInformerFactory } from './informer';
 import { FakeClock, settle } from './testing/fake-clock';
 
@@ -123,6 +124,42 @@ describe('the disruption controller', () => {
     expect([...new Set(writes.map((w) => w.path))]).toEqual(['/apis/policy/v1/namespaces/apps/poddisruptionbudgets/web/status']);
     expect(writes[0]?.body.metadata?.resourceVersion).toBe('7');
     expect(writes[0]?.body['status']).toMatchObject({ currentHealthy: 2, desiredHealthy: 1, expectedPods: 3, disruptionsAllowed: 1, observedGeneration: 2 });
+    await controller.stop();
+    await factory.stop();
+  });
+});
+
+describe('the disruption controller’s events', () => {
+  const quiet = createLogger('test', { write: () => undefined });
+
+  test('reports NoPods for a budget that selects nothing and CalculateExpectedPodCountFailed when the scale cannot be read, on the budget', async () => {
+    const recorded: RecordedEvent[] = [];
+    const empty = { ...budget({ minAvailable: 1, selector: { matchLabels: { app: 'db' } } }), metadata: { name: 'empty', namespace: 'apps', generation: 1, resourceVersion: '7', uid: 'uid-empty' } };
+    const scaled = { ...budget({ maxUnavailable: 1 }), metadata: { name: 'scaled', namespace: 'apps', generation: 1, resourceVersion: '8', uid: 'uid-scaled' } };
+    const client = {
+      request: async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+        if (method === 'PUT') return body as T;
+        const items = path.includes('poddisruptionbudgets') ? [empty, scaled] : [pod('a', { owner: 'w' })];
+        return { metadata: { resourceVersion: '10' }, items } as T;
+      },
+      watch: (_path: string, _onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> => new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+    };
+    const factory = new SharedInformerFactory(client, quiet, { resyncMs: 30_000, clock: new FakeClock() });
+    const events = { record: async (e: RecordedEvent) => void recorded.push(e) };
+    const controller = new DisruptionController(client, factory, quiet, { now: () => NOW, events });
+    controller.start();
+    factory.start();
+    await settle();
+    await settle();
+    const byBudget = new Map(recorded.map((e) => [e.regarding.name, e]));
+    expect(byBudget.get('empty')).toEqual({
+      regarding: { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', namespace: 'apps', name: 'empty', uid: 'uid-empty' },
+      type: 'Normal',
+      reason: 'NoPods',
+      action: 'CountPods',
+      note: 'No matching pods found',
+    });
+    expect(byBudget.get('scaled')).toMatchObject({ type: 'Warning', reason: 'CalculateExpectedPodCountFailed', note: expect.stringContaining('Failed to calculate the number of expected pods: Widget of example.com/v1 has no scale subresource') });
     await controller.stop();
     await factory.stop();
   });

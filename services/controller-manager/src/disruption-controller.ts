@@ -1,6 +1,7 @@
 import { ApiError, labelSelectorFromObject, rfc3339, type ApiObject, type LabelSelectorObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
+import { EventRecorder, referenceTo, type RecordedEvent } from './event-recorder';
 import { objectKey, type SharedInformer, type SharedInformerFactory } from './informer';
 import { runWorkers, WorkQueue, type SyncResult, type WorkQueueOptions } from './work-queue';
 
@@ -155,13 +156,19 @@ function canonical(value: unknown): string {
 export interface DisruptionControllerOptions {
   queue?: WorkQueueOptions;
   now?: () => Date;
+  /** Where its events go (default: events.svc.io through its own client). */
+  events?: Pick<EventRecorder, 'record'>;
 }
+
+/** The reporter of the controller's events. */
+export const DISRUPTION_CONTROLLER_NAME = 'svc.io/disruption-controller';
 
 export class DisruptionController {
   private readonly budgets: SharedInformer;
   private readonly pods: SharedInformer;
   private readonly queue: WorkQueue;
   private readonly now: () => Date;
+  private readonly events: Pick<EventRecorder, 'record'>;
   private workers: Promise<void> | undefined;
 
   constructor(
@@ -174,6 +181,7 @@ export class DisruptionController {
     this.pods = informers.informerFor(PODS);
     this.queue = new WorkQueue(opts.queue);
     this.now = opts.now ?? (() => new Date());
+    this.events = opts.events ?? new EventRecorder(client, { controller: DISRUPTION_CONTROLLER_NAME, log });
   }
 
   get synced(): boolean {
@@ -224,15 +232,21 @@ export class DisruptionController {
     const now = this.now();
     let status: Fields;
     let recheckAt: number | undefined;
+    // The original's events on the budget, reported when they change its status.
+    let event: Omit<RecordedEvent, 'regarding'> | undefined;
     try {
-      const counts = await countBudget(budget, this.pods.list(), now, this.readScale);
+      const pods = this.pods.list();
+      const counts = await countBudget(budget, pods, now, this.readScale);
       recheckAt = counts.recheckAt;
       status = budgetStatus(budget, counts, now);
+      if (selectedPods(budget, pods).length === 0) event = { type: 'Normal', reason: 'NoPods', action: 'CountPods', note: 'No matching pods found' };
     } catch (err) {
       status = budgetStatus(budget, { failure: (err as Error).message }, now);
+      event = { type: 'Warning', reason: 'CalculateExpectedPodCountFailed', action: 'CountPods', note: `Failed to calculate the number of expected pods: ${(err as Error).message}` };
     }
     const recheck = recheckAt !== undefined ? { requeueAfterMs: Math.max(0, recheckAt - now.getTime()) } : undefined;
     if (canonical(status) === canonical(budget['status'] ?? {})) return recheck;
+    if (event) void this.events.record({ regarding: referenceTo({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', ...budget }), ...event });
     const path = `${BUDGETS.replace('/poddisruptionbudgets', '')}/namespaces/${encodeURIComponent(budget.metadata?.namespace ?? '')}/poddisruptionbudgets/${encodeURIComponent(budget.metadata?.name ?? '')}/status`;
     try {
       await this.client.request('PUT', path, { ...budget, status });

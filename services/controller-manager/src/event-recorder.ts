@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { ApiError, rfc3339Micro, type ApiObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
@@ -45,8 +46,8 @@ export interface RecordedEvent {
 export interface EventRecorderOptions {
   /** `reportingController`, a qualified name (`svc.io/garbage-collector`). */
   controller: string;
-  /** `reportingInstance`: which process of the controller (the controller-manager's identity). */
-  instance: string;
+  /** `reportingInstance`: which process of the controller (default: the host's name). */
+  instance?: string;
   clock?: Clock;
   log?: Pick<Logger, 'warn'>;
 }
@@ -73,6 +74,7 @@ interface Remembered {
 export class EventRecorder {
   private readonly remembered = new Map<string, Remembered>();
   private readonly clock: Clock;
+  private readonly instance: string;
   private lastNameNs = 0n;
 
   constructor(
@@ -80,6 +82,7 @@ export class EventRecorder {
     private readonly options: EventRecorderOptions,
   ) {
     this.clock = options.clock ?? realClock;
+    this.instance = options.instance ?? hostname();
   }
 
   /** Writes the event (or moves its series on); settles once written or dropped, never rejects. */
@@ -131,7 +134,7 @@ export class EventRecorder {
       metadata: { name: `${event.regarding.name}.${ns.toString(16)}`, namespace },
       eventTime: rfc3339Micro(new Date(now)),
       reportingController: this.options.controller,
-      reportingInstance: this.options.instance,
+      reportingInstance: this.instance,
       action: event.action,
       reason: event.reason,
       regarding: event.regarding,

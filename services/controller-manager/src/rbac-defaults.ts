@@ -149,6 +149,8 @@ function controllerObjects(): ApiObject[] {
       CONTROLLER_ACCOUNTS['disruption'] as string,
       [
         { verbs: ['update'], apiGroups: ['policy'], resources: ['poddisruptionbudgets/status'] },
+        // Its events on the budgets (the original's eventsRule).
+        { verbs: ['create', 'update', 'patch'], apiGroups: ['', 'events.svc.io'], resources: ['events'] },
         // The scale of the pods' controllers, found through discovery.
         { verbs: ['get'], apiGroups: ['*'], resources: ['*/scale'] },
       ],
