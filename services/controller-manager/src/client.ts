@@ -65,8 +65,11 @@ export class ApiClient {
   }
 
   private requestWith<T>(method: string, urlPath: string, body: unknown, token: string | undefined): Promise<T> {
+    // The length is always sent: Node frames no body of a DELETE by itself, and the server would read it as the next request.
+    const payload = body !== undefined ? Buffer.from(JSON.stringify(body)) : undefined;
+    const headers = { ...this.headers(payload !== undefined, token), ...(payload ? { 'content-length': String(payload.length) } : {}) };
     return new Promise<T>((resolve, reject) => {
-      const req = https.request(`${this.creds.server}${urlPath}`, { method, agent: this.agent, headers: this.headers(body !== undefined, token), timeout: 30000 }, (res) => {
+      const req = https.request(`${this.creds.server}${urlPath}`, { method, agent: this.agent, headers, timeout: 30000 }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -86,7 +89,7 @@ export class ApiClient {
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in time`)));
       req.on('error', reject);
-      if (body !== undefined) req.write(JSON.stringify(body));
+      if (payload) req.write(payload);
       req.end();
     });
   }

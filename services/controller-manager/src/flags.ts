@@ -4,7 +4,7 @@ export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
   kubeconfig: { description: 'Kubeconfig with the gateway URL and this process\'s credentials', required: true },
   listen: { description: 'HTTP listen address for /healthz, /livez and /readyz (host:port)', default: '127.0.0.1:7110' },
   controllers: {
-    description: 'Comma-separated controllers to run: * (every default one: namespace, serviceaccount, rbac-bootstrap, clusterrole-aggregation, customresourcedefinition, validatingadmissionpolicy-status, disruption), a name to enable one (bootstrapsigner, tokencleaner are off by default), -name to disable one',
+    description: 'Comma-separated controllers to run: * (every default one: namespace, serviceaccount, rbac-bootstrap, clusterrole-aggregation, customresourcedefinition, validatingadmissionpolicy-status, disruption, garbagecollector), a name to enable one (bootstrapsigner, tokencleaner are off by default), -name to disable one',
     default: '*',
   },
   'cluster-info-server': { description: 'Server URL the bootstrap signer publishes in the svc-public/cluster-info ConfigMap; default: the --kubeconfig server', default: '' },

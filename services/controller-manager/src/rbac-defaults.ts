@@ -82,6 +82,7 @@ export const CONTROLLER_ACCOUNTS: Record<string, string> = {
   customresourcedefinition: 'customresourcedefinition-controller',
   'validatingadmissionpolicy-status': 'validatingadmissionpolicy-status-controller',
   disruption: 'disruption-controller',
+  garbagecollector: 'generic-garbage-collector',
 };
 
 /**
@@ -108,7 +109,8 @@ const accountSubject = (account: string): Record<string, string> => ({ kind: 'Se
  * their sources hold), the definitions controller accepts custom resource
  * definitions and deletes the objects of deleted ones, the policy status controller writes the type
  * checking status of ValidatingAdmissionPolicies, the disruption controller writes the
- * status of PodDisruptionBudgets (reading the scale of the pods' controllers), the bootstrap signer reads token Secrets and keeps
+ * status of PodDisruptionBudgets (reading the scale of the pods' controllers), the garbage collector reads,
+ * updates (ownerReferences, its finalizers) and deletes objects of any kind, the bootstrap signer reads token Secrets and keeps
  * cluster-info, the token cleaner deletes expired token Secrets, the shared
  * informers list and watch what the controllers follow. The
  * controller-manager itself may only create those accounts and their tokens,
@@ -155,6 +157,14 @@ function controllerObjects(): ApiObject[] {
         { verbs: ['get'], apiGroups: ['*'], resources: ['*/scale'] },
       ],
     ],
+    [
+      CONTROLLER_ACCOUNTS['garbagecollector'] as string,
+      [
+        // Owners and dependents of every kind: read them, drop references and finalizers, delete orphaned dependents.
+        { verbs: ['get', 'update', 'delete'], apiGroups: ['*'], resources: ['*'] },
+        { verbs: ['create'], apiGroups: [''], resources: ['events'] },
+      ],
+    ],
   ];
   // What the shared informers follow: every collection a controller watches, to list and watch only.
   clusterWide.push([
@@ -166,6 +176,8 @@ function controllerObjects(): ApiObject[] {
       { verbs: ['list', 'watch'], apiGroups: ['admissionregistration.svc.io'], resources: ['validatingadmissionpolicies'] },
       { verbs: ['list', 'watch'], apiGroups: [''], resources: ['pods'] },
       { verbs: ['list', 'watch'], apiGroups: ['policy'], resources: ['poddisruptionbudgets'] },
+      // The garbage collector follows the ownerReferences of every kind.
+      { verbs: ['list', 'watch'], apiGroups: ['*'], resources: ['*'] },
     ],
   ]);
   const signer = CONTROLLER_ACCOUNTS['bootstrapsigner'] as string;

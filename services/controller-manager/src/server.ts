@@ -6,6 +6,7 @@ import { ApiClient, loadKubeconfig, type Credentials } from './client';
 import { realClock, sleep } from './clock';
 import { CustomResourceDefinitionController } from './crd-controller';
 import { DisruptionController } from './disruption-controller';
+import { GarbageCollector } from './garbage-collector';
 import { SharedInformerFactory } from './informer';
 import { apiLease, candidateIdentity, LeaderElector } from './leader-election';
 import { ClusterRoleAggregation, RbacBootstrap } from './rbac-controllers';
@@ -66,7 +67,7 @@ export const DEFAULT_LEASE_NAMESPACE = SYSTEM_NAMESPACE;
 const LEADER_HEALTH_SLACK_MS = 20_000;
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
-export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition', 'validatingadmissionpolicy-status', 'disruption'];
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition', 'validatingadmissionpolicy-status', 'disruption', 'garbagecollector'];
 export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
 
 /**
@@ -188,6 +189,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   add('clusterrole-aggregation', () => new ClusterRoleAggregation(clientFor('clusterrole-aggregation'), informers, controllerLog('clusterrole-aggregation')));
   add('customresourcedefinition', () => new CustomResourceDefinitionController(clientFor('customresourcedefinition'), informers, controllerLog('customresourcedefinition')));
   add('validatingadmissionpolicy-status', () => new AdmissionPolicyStatusController(clientFor('validatingadmissionpolicy-status'), informers, controllerLog('validatingadmissionpolicy-status')));
+  add('garbagecollector', () => new GarbageCollector(clientFor('garbagecollector'), informers, controllerLog('garbagecollector')));
   add('disruption', () => new DisruptionController(clientFor('disruption'), informers, controllerLog('disruption')));
   add('tokencleaner', () => new TokenCleaner(clientFor('tokencleaner'), informers, controllerLog('tokencleaner'), { resyncMs }));
   // Every replica writes the defaults, as every replica of the original server does at start: they are idempotent.
