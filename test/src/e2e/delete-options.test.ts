@@ -3,14 +3,14 @@ import { run } from './helpers';
 import { adminRequest, type HttpResponse } from './http';
 
 /**
- * DeleteOptions that promise something about dependents are refused until
- * there is a garbage collector: `propagationPolicy` Foreground and Orphan
- * and `orphanDependents: true` are 400 naming the field, in the query or
- * the body, for a delete, a deletecollection and a namespace's deletion,
- * and the object is still there afterwards. `Background` (kubectl's
- * default), no policy and any grace period delete as before.
+ * DeleteOptions as the original checks them: `orphanDependents` and
+ * `propagationPolicy` together are 400 naming the field, in the query or
+ * the body, for a delete and a deletecollection, and the object is still
+ * there afterwards; `Background` (kubectl's default), no policy and any
+ * grace period delete at once. What Foreground and Orphan do to dependents
+ * is garbage-collection.test.ts's.
  */
-describe('DeleteOptions the server cannot honour yet', () => {
+describe('DeleteOptions', () => {
   let env: Environment;
   const ns = '/api/v1/namespaces/default';
   const kubectl = (args: string[]) => run('kubectl', ['--kubeconfig', env.kubeconfigPath, ...args]);
@@ -28,8 +28,6 @@ describe('DeleteOptions the server cannot honour yet', () => {
     expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 400, reason: 'BadRequest', details: { causes: [expect.objectContaining({ field })] } });
     expect(String(res.json()['message'])).toMatch(message);
   };
-  const NOT_YET = (policy: string) => new RegExp(`^propagationPolicy "${policy}" is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned`);
-  const ORPHAN_NOT_YET = /^orphanDependents true is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned/;
   const BOTH = /^propagationPolicy: Invalid value: "\w+": orphanDependents and propagationPolicy cannot both be set$/;
 
   beforeAll(async () => {
@@ -38,21 +36,6 @@ describe('DeleteOptions the server cannot honour yet', () => {
 
   afterAll(async () => {
     await env?.stop(true);
-  });
-
-  test('Foreground, Orphan and orphanDependents true are refused in the query and the body; the object stays', async () => {
-    await create('kept');
-    const path = `${ns}/configmaps/kept`;
-    for (const policy of ['Foreground', 'Orphan']) {
-      expectRefused(await adminRequest(env, 'DELETE', `${path}?propagationPolicy=${policy}`), 'propagationPolicy', NOT_YET(policy));
-      expectRefused(await adminRequest(env, 'DELETE', path, JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: policy })), 'propagationPolicy', NOT_YET(policy));
-      // A dry run is refused the same way.
-      expectRefused(await adminRequest(env, 'DELETE', `${path}?dryRun=All`, JSON.stringify({ propagationPolicy: policy })), 'propagationPolicy', NOT_YET(policy));
-      expect(await exists(path)).toBe(true);
-    }
-    expectRefused(await adminRequest(env, 'DELETE', `${path}?orphanDependents=true`), 'orphanDependents', ORPHAN_NOT_YET);
-    expectRefused(await adminRequest(env, 'DELETE', path, JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
-    expect(await exists(path)).toBe(true);
   });
 
   test('orphanDependents and propagationPolicy together are refused, whatever their values', async () => {
@@ -84,13 +67,10 @@ describe('DeleteOptions the server cannot honour yet', () => {
     }
   });
 
-  test('deletecollection refuses the same options and deletes nothing; with Background it deletes', async () => {
+  test('deletecollection refuses orphanDependents with propagationPolicy and deletes nothing; with Background it deletes', async () => {
     await create('batch-1', { batch: 'x' });
     await create('batch-2', { batch: 'x' });
     const collection = `${ns}/configmaps?labelSelector=batch%3Dx`;
-    expectRefused(await adminRequest(env, 'DELETE', `${collection}&propagationPolicy=Foreground`), 'propagationPolicy', NOT_YET('Foreground'));
-    expectRefused(await adminRequest(env, 'DELETE', collection, JSON.stringify({ propagationPolicy: 'Orphan' })), 'propagationPolicy', NOT_YET('Orphan'));
-    expectRefused(await adminRequest(env, 'DELETE', collection, JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
     expectRefused(await adminRequest(env, 'DELETE', `${collection}&orphanDependents=false&propagationPolicy=Background`), 'propagationPolicy', BOTH);
     expect(await exists(`${ns}/configmaps/batch-1`)).toBe(true);
     expect(await exists(`${ns}/configmaps/batch-2`)).toBe(true);
@@ -100,15 +80,8 @@ describe('DeleteOptions the server cannot honour yet', () => {
     expect(await exists(`${ns}/configmaps/batch-1`)).toBe(false);
   });
 
-  test('kubectl delete --cascade=orphan and --cascade=foreground get the 400; plain delete, --cascade=background, --now and --force work', async () => {
+  test('plain kubectl delete, --cascade=background, --now and --force work', async () => {
     await create('via-kubectl');
-    for (const [cascade, policy] of [['orphan', 'Orphan'], ['foreground', 'Foreground']] as const) {
-      const res = await kubectl(['delete', 'configmap', 'via-kubectl', `--cascade=${cascade}`]);
-      expect(res.code).not.toBe(0);
-      expect(res.stderr).toMatch(/Error from server \(BadRequest\): propagationPolicy "\w+" is not supported by this server yet/);
-      expect(res.stderr).toContain(`"${policy}"`);
-      expect(await exists(`${ns}/configmaps/via-kubectl`)).toBe(true);
-    }
     const plain = await kubectl(['delete', 'configmap', 'via-kubectl']);
     expect(`${plain.code} ${plain.stdout}${plain.stderr}`).toMatch(/^0 configmap "via-kubectl" deleted/);
     expect(await exists(`${ns}/configmaps/via-kubectl`)).toBe(false);
@@ -119,21 +92,5 @@ describe('DeleteOptions the server cannot honour yet', () => {
       expect(`${name} ${res.code} ${res.stdout}`).toMatch(new RegExp(`^${name} 0 configmap "${name}" (force )?deleted`));
       expect(await exists(`${ns}/configmaps/${name}`)).toBe(false);
     }
-  });
-
-  test('a namespace is not deleted with Foreground or Orphan; kubectl delete namespace still works', async () => {
-    expect((await adminRequest(env, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'opts' } }))).status).toBe(201);
-    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts?propagationPolicy=Foreground'), 'propagationPolicy', NOT_YET('Foreground'));
-    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts', JSON.stringify({ propagationPolicy: 'Orphan' })), 'propagationPolicy', NOT_YET('Orphan'));
-    expectRefused(await adminRequest(env, 'DELETE', '/api/v1/namespaces/opts', JSON.stringify({ orphanDependents: true })), 'orphanDependents', ORPHAN_NOT_YET);
-    const refused = await kubectl(['delete', 'namespace', 'opts', '--cascade=orphan']);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/\(BadRequest\): propagationPolicy "Orphan" is not supported by this server yet/);
-    const namespace = (await adminRequest(env, 'GET', '/api/v1/namespaces/opts')).json() as { status?: { phase?: string }; metadata: { deletionTimestamp?: string } };
-    expect(namespace.status?.phase).toBe('Active');
-    expect(namespace.metadata.deletionTimestamp).toBeUndefined();
-    const deleted = await kubectl(['delete', 'namespace', 'opts']);
-    expect(`${deleted.code} ${deleted.stdout}${deleted.stderr}`).toMatch(/^0 namespace "opts" deleted/);
-    expect((await adminRequest(env, 'GET', '/api/v1/namespaces/opts')).status).toBe(404);
   });
 });

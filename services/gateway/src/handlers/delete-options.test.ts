@@ -28,9 +28,9 @@ describe('DeleteOptions', () => {
   test.each([
     ['query Background', { propagationPolicy: ['Background'] }, undefined, { dryRun: false, propagationPolicy: 'Background' }],
     ['body Background (kubectl delete)', {}, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' }, { dryRun: false, propagationPolicy: 'Background' }],
-    ['orphanDependents false in the body', {}, { orphanDependents: false }, { dryRun: false }],
-    ['orphanDependents false in the query', { orphanDependents: ['false'] }, undefined, { dryRun: false }],
-    ['orphanDependents 0 in the query', { orphanDependents: ['0'] }, undefined, { dryRun: false }],
+    ['orphanDependents false in the body', {}, { orphanDependents: false }, { dryRun: false, orphanDependents: false }],
+    ['orphanDependents false in the query', { orphanDependents: ['false'] }, undefined, { dryRun: false, orphanDependents: false }],
+    ['orphanDependents 0 in the query', { orphanDependents: ['0'] }, undefined, { dryRun: false, orphanDependents: false }],
     ['grace period 0 (kubectl --force)', { gracePeriodSeconds: ['0'] }, undefined, { dryRun: false, gracePeriodSeconds: 0 }],
     ['grace period 1 in the body (kubectl --now)', {}, { gracePeriodSeconds: 1, propagationPolicy: 'Background' }, { dryRun: false, gracePeriodSeconds: 1, propagationPolicy: 'Background' }],
     ['a negative grace period reads as 1', { gracePeriodSeconds: ['-5'] }, undefined, { dryRun: false, gracePeriodSeconds: 1 }],
@@ -45,30 +45,15 @@ describe('DeleteOptions', () => {
   });
 
   test.each([
-    ['Foreground in the query', { propagationPolicy: ['Foreground'] }, undefined],
-    ['Orphan in the query', { propagationPolicy: ['Orphan'] }, undefined],
-    ['Foreground in the body', {}, { propagationPolicy: 'Foreground' }],
-    ['Orphan in the body', {}, { propagationPolicy: 'Orphan' }],
-    ['Orphan in a dry run', { dryRun: ['All'] }, { propagationPolicy: 'Orphan' }],
-    ['Orphan in the body over Background in the query', { propagationPolicy: ['Background'] }, { propagationPolicy: 'Orphan' }],
-  ])('propagationPolicy %s is refused: no garbage collector', (_name, query, body) => {
-    const err = refusal(query as Query, body);
-    expect(err.code).toBe(400);
-    expect(err.reason).toBe('BadRequest');
-    expect(err.message).toMatch(/^propagationPolicy "(Foreground|Orphan)" is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned; leave propagationPolicy unset or use "Background"$/);
-    expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'propagationPolicy', reason: 'FieldValueNotSupported' })]);
-  });
-
-  test.each([
-    ['the body', {}, { orphanDependents: true }],
-    ['the query', { orphanDependents: ['true'] }, undefined],
-    ['the query, any value but false or 0', { orphanDependents: ['1'] }, undefined],
-    ['the query, empty', { orphanDependents: [''] }, undefined],
-  ])('orphanDependents true in %s is refused: no garbage collector', (_name, query, body) => {
-    const err = refusal(query as Query, body);
-    expect(err.code).toBe(400);
-    expect(err.message).toBe('orphanDependents true is not supported by this server yet: this server has no garbage collector yet, so dependents are never deleted or orphaned; leave orphanDependents unset or false');
-    expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'orphanDependents', reason: 'FieldValueNotSupported' })]);
+    ['Foreground in the query', { propagationPolicy: ['Foreground'] }, undefined, { dryRun: false, propagationPolicy: 'Foreground' }],
+    ['Orphan in the body', {}, { propagationPolicy: 'Orphan' }, { dryRun: false, propagationPolicy: 'Orphan' }],
+    ['Orphan in a dry run', { dryRun: ['All'] }, { propagationPolicy: 'Orphan' }, { dryRun: true, propagationPolicy: 'Orphan' }],
+    ['Orphan in the body over Background in the query', { propagationPolicy: ['Background'] }, { propagationPolicy: 'Orphan' }, { dryRun: false, propagationPolicy: 'Orphan' }],
+    ['orphanDependents true in the body', {}, { orphanDependents: true }, { dryRun: false, orphanDependents: true }],
+    ['orphanDependents true in the query', { orphanDependents: ['true'] }, undefined, { dryRun: false, orphanDependents: true }],
+    ['orphanDependents in the query, any value but false or 0', { orphanDependents: ['1'] }, undefined, { dryRun: false, orphanDependents: true }],
+  ])('%s reaches the store', (_name, query, body, want) => {
+    expect(parse(query as Query, body)).toEqual(want);
   });
 
   test.each([

@@ -11,16 +11,9 @@ import { dryRunOf } from './common';
  * body wins over the same query parameter. Wrong types are 400 naming the
  * field, never ignored; then the original's checks of DeleteOptions
  * (`orphanDependents` and `propagationPolicy` not both set, a known
- * `propagationPolicy`, `dryRun` only `All`), then what this server cannot
- * honour yet.
- *
- * There is no garbage collector yet: dependents named by ownerReferences are
- * never deleted nor orphaned (their ownerReferences stay). So the policies
- * that promise something about dependents, `Foreground`, `Orphan` and
- * `orphanDependents: true`, are refused with 400 rather than accepted and
- * silently not done; `Background` (kubectl's default) and no policy delete
- * the object alone, which is what `Background` does when there are no
- * dependents.
+ * `propagationPolicy`, `dryRun` only `All`). The policy reaches the store,
+ * which leaves the garbage collector's finalizers on the object
+ * (registry/propagation.ts).
  *
  * `gracePeriodSeconds` is accepted: kinds that delete gracefully (pods)
  * honour it, the others ignore it as the original does. A negative one is
@@ -28,8 +21,6 @@ import { dryRunOf } from './common';
  */
 
 export const PROPAGATION_POLICIES = ['Orphan', 'Background', 'Foreground'] as const;
-
-const NO_GARBAGE_COLLECTOR = 'this server has no garbage collector yet, so dependents are never deleted or orphaned';
 
 /** 400 BadRequest with one cause naming the field. */
 function refused(message: string, field: string, reason: string, causeMessage: string): ApiError {
@@ -118,19 +109,10 @@ export function parseDeleteOptions(queryValues: (name: string) => readonly strin
     throw refused(`propagationPolicy ${JSON.stringify(propagationPolicy)} is invalid: supported values: ${supported}`, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(propagationPolicy)}: supported values: ${supported}`);
   }
 
-  // What this server cannot do yet.
-  if (propagationPolicy === 'Foreground' || propagationPolicy === 'Orphan') {
-    const text = `propagationPolicy ${JSON.stringify(propagationPolicy)} is not supported by this server yet: ${NO_GARBAGE_COLLECTOR}; leave propagationPolicy unset or use "Background"`;
-    throw refused(text, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(propagationPolicy)}: supported values: "Background"`);
-  }
-  if (orphanDependents === true) {
-    const text = `orphanDependents true is not supported by this server yet: ${NO_GARBAGE_COLLECTOR}; leave orphanDependents unset or false`;
-    throw refused(text, 'orphanDependents', 'FieldValueNotSupported', 'Unsupported value: true: supported values: false');
-  }
-
   const options: DeleteOptions = { dryRun };
   if (fromBody.preconditions !== undefined) options.preconditions = fromBody.preconditions;
   if (propagationPolicy !== undefined) options.propagationPolicy = propagationPolicy;
+  if (orphanDependents !== undefined) options.orphanDependents = orphanDependents;
   // Negative means 1 second, as in the original.
   if (gracePeriodSeconds !== undefined) options.gracePeriodSeconds = gracePeriodSeconds < 0 ? 1 : gracePeriodSeconds;
   return options;

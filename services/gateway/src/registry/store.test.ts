@@ -768,6 +768,50 @@ describe('deleteObject', () => {
     expect(s.admission.calls[0]?.options).toEqual({ kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1', dryRun: ['All'], propagationPolicy: 'Foreground', preconditions: { uid: s.stored.metadata?.uid } });
   });
 
+  describe('propagation policy', () => {
+    const finalizersOf = (o: ApiObject) => o.metadata?.finalizers;
+
+    test.each([
+      ['Foreground', { propagationPolicy: 'Foreground' }, ['keep', 'foregroundDeletion']],
+      ['Orphan', { propagationPolicy: 'Orphan' }, ['keep', 'orphan']],
+      ['orphanDependents true', { orphanDependents: true }, ['keep', 'orphan']],
+    ])('%s marks the object with the collector\'s finalizer', async (_name, options, want) => {
+      const s = await seeded(configMaps, cm('cm', {}, { finalizers: ['keep'] }));
+      const out = await deleteObject(s.ctx, 'cm', options);
+      expect(out.removed).toBe(false);
+      expect(finalizersOf(out.object)).toEqual(want);
+      expect(out.object.metadata?.deletionTimestamp).toBe(CREATED);
+      expect(s.admission.calls[0]?.options).toEqual(expect.objectContaining(options));
+    });
+
+    test('Foreground on an object without finalizers marks it instead of deleting it; Background deletes it', async () => {
+      const s = await seeded();
+      const out = await deleteObject(s.ctx, 'cm', { propagationPolicy: 'Foreground' });
+      expect([out.removed, finalizersOf(out.object)]).toEqual([false, ['foregroundDeletion']]);
+      const other = await seeded(configMaps, cm('other'));
+      expect((await deleteObject(other.ctx, 'other', { propagationPolicy: 'Background' })).removed).toBe(true);
+    });
+
+    test('a later delete changes the finalizers of a terminating object; no policy keeps them; Background drops them and the object goes', async () => {
+      const s = await seeded();
+      await deleteObject(s.ctx, 'cm', { propagationPolicy: 'Foreground' });
+      const orphaned = await deleteObject(s.ctx, 'cm', { propagationPolicy: 'Orphan' });
+      expect(finalizersOf(orphaned.object)).toEqual(['orphan']);
+      const kept = await deleteObject(s.ctx, 'cm', {});
+      expect([kept.removed, finalizersOf(kept.object)]).toEqual([false, ['orphan']]);
+      const gone = await deleteObject(s.ctx, 'cm', { orphanDependents: false });
+      expect(gone.removed).toBe(true);
+      expect(s.storage.byKey.size).toBe(0);
+    });
+
+    test('a dry run stores nothing', async () => {
+      const s = await seeded();
+      const out = await deleteObject({ ...s.ctx, dryRun: true }, 'cm', { propagationPolicy: 'Orphan' });
+      expect(finalizersOf(out.object)).toEqual(['orphan']);
+      expect(finalizersOf(s.storage.byKey.values().next().value?.object as ApiObject)).toBeUndefined();
+    });
+  });
+
   test('a missing object is 404', async () => {
     const s = setup(configMaps);
     const err = await failure(deleteObject(s.ctx, 'cm', {}));

@@ -26,6 +26,7 @@ import { storageFor } from '../conversion/versioned-storage';
 import type { ObjectStorage } from './storage-interface';
 import type { WriteContext } from './write-context';
 import { validateOwnerReferences } from './owner-references';
+import { withPropagationFinalizers } from './propagation';
 import { writeGuardOf } from './write-guards';
 
 export type { FieldValidation, WriteContext } from './write-context';
@@ -201,6 +202,7 @@ function admissionOptions(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'D
     ...(ctx.dryRun ? { dryRun: ['All'] } : {}),
     ...(operation !== 'DELETE' && ctx.fieldManager !== undefined ? { fieldManager: ctx.fieldManager } : {}),
     ...(deletion?.propagationPolicy ? { propagationPolicy: deletion.propagationPolicy } : {}),
+    ...(deletion?.orphanDependents !== undefined ? { orphanDependents: deletion.orphanDependents } : {}),
     ...(deletion?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deletion.gracePeriodSeconds } : {}),
     ...(deletion?.preconditions ? { preconditions: deletion.preconditions } : {}),
   };
@@ -501,6 +503,8 @@ function holdsDeletion(def: ResourceDefinition, obj: ApiObject): boolean {
 export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: string;
+  /** The legacy form of the Orphan policy (true) or of Background (false). */
+  orphanDependents?: boolean;
   gracePeriodSeconds?: number;
   /** From the query (`dryRun=All`) or the DeleteOptions body (`dryRun: ["All"]`). */
   dryRun?: boolean;
@@ -567,7 +571,7 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
   const pre = options.preconditions ?? {};
   const key = keyOf(def, ctx.namespace, name);
   const callOpts = callOptionsOf(ctx);
-  const current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
+  let current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
   if (pre.uid && pre.uid !== current.object.metadata?.uid) {
     throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
   }
@@ -579,6 +583,13 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
     );
   }
   await admit(ctx, 'DELETE', name, undefined, current.object, { deletion: options });
+  // The garbage collector's finalizers, as the propagation policy asks; a terminating object has them written at once.
+  const withFinalizers = withPropagationFinalizers(current.object, options);
+  if (withFinalizers !== current.object) {
+    current = withFinalizers.metadata?.deletionTimestamp
+      ? await resourceStorage(ctx.deps, def).update(key, withFinalizers, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun })
+      : { ...current, object: withFinalizers };
+  }
   const grace = gracefulDeletion(def, current.object, options.gracePeriodSeconds, ctx.now ?? new Date());
   if (grace === 'pending') return { object: current.object, removed: false };
   if (holdsDeletion(def, current.object) || (grace !== undefined && grace.deletionGracePeriodSeconds > 0)) {
