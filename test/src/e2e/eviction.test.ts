@@ -131,6 +131,27 @@ describe('graceful deletion, disruption budgets and eviction', () => {
     await waitForAllowed(0, 2);
     expect((await kubectl(['delete', 'pod', 'w5', '-n', NS, '--grace-period=0', '--force'])).code).toBe(0);
 
+    // The Eviction passes admission as a CREATE of pods/eviction: a policy on it refuses, and nothing is deleted.
+    const policy = {
+      apiVersion: 'admissionregistration.svc.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'pinned-pods' },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/eviction'] }] },
+        validations: [{ expression: "object.metadata.name != 'pinned'", message: 'pinned pods stay' }],
+      },
+    };
+    expect((await http('POST', '/apis/admissionregistration.svc.io/v1/validatingadmissionpolicies', policy)).status).toBe(201);
+    const binding = { apiVersion: 'admissionregistration.svc.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'pinned-pods' }, spec: { policyName: 'pinned-pods', validationActions: ['Deny'] } };
+    expect((await http('POST', '/apis/admissionregistration.svc.io/v1/validatingadmissionpolicybindings', binding)).status).toBe(201);
+    await runningPod('pinned', undefined, { app: 'pinned' });
+    const evictPinned = (query = '') => http('POST', `${pods}/pinned/eviction${query}`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'pinned' } });
+    // Dry runs until the policy is in force, then the eviction itself.
+    await until(async () => ((await evictPinned('?dryRun=All')).status === 201 ? undefined : true));
+    const refusal = await evictPinned();
+    expect(String(refusal.json()['message'])).toContain("ValidatingAdmissionPolicy 'pinned-pods' with binding 'pinned-pods' denied request: pinned pods stay");
+    expect((await http('GET', `${pods}/pinned`)).status).toBe(200);
+
     const mismatch = await http('POST', `${pods}/w3/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'w4' } });
     expect([mismatch.status, mismatch.json()['message']]).toEqual([400, 'name in URL does not match name in Eviction object']);
     const missing = await http('POST', `${pods}/ghost/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'ghost' } });

@@ -24,8 +24,9 @@ import { readReview, respond } from './review-io';
  *   (a lost race reads again), then the pod is deleted with the Eviction's
  *   DeleteOptions.
  *
- * A dry run (the query's or the DeleteOptions') checks all of it and
- * changes nothing. The answer is 201 with a Success Status.
+ * The Eviction passes admission first (CREATE of pods/eviction). A dry
+ * run (the query's or the DeleteOptions') checks all of it and changes
+ * nothing. The answer is 201 with a Success Status.
  */
 
 const API_VERSIONS = ['v1', 'v1beta1'];
@@ -112,12 +113,44 @@ function checkName(r: ResourceRequest, eviction: ApiObject): void {
   }
 }
 
+/**
+ * Admission of the eviction itself (CREATE of pods/eviction, the object a
+ * policy/v1 Eviction), as the original admits it before deciding: a
+ * mutating webhook may change it (its DeleteOptions), a validating one
+ * refuse it. Returns the Eviction as admitted.
+ */
+async function admitEviction(ctx: WriteContext, r: ResourceRequest, eviction: ApiObject): Promise<ApiObject> {
+  const input = {
+    operation: 'CREATE' as const,
+    kind: { group: POLICY_GROUP, version: 'v1', kind: 'Eviction' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    subresource: 'eviction',
+    namespace: r.info.namespace,
+    name: r.info.name,
+    userInfo: ctx.user,
+    dryRun: ctx.dryRun,
+    options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1', ...(ctx.dryRun ? { dryRun: ['All'] } : {}) },
+  };
+  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
+  const mutated = await ctx.deps.admission.admit({ ...input, phase: 'mutating-then-validating', object: eviction }, opts);
+  for (const w of mutated.warnings) ctx.warn(w);
+  if (mutated.validated) return eviction;
+  const final = mutated.object ?? eviction;
+  const validated = await ctx.deps.admission.admit({ ...input, phase: 'validating', object: final }, opts);
+  for (const w of validated.warnings) ctx.warn(w);
+  return final;
+}
+
 export const eviction: ResourceHandler = async (req, res, r) => {
   const expected = { group: POLICY_GROUP, version: 'v1', kind: 'Eviction', schema: EVICTION_SCHEMA, versions: API_VERSIONS };
-  const { object } = await readReview(req, r, expected, POLICY_GROUP);
-  checkName(r, object);
-  const requested = deleteOptionsOf(object, parseDryRun(req));
-  const podCtx: WriteContext = { ...writeContext(req, r), subresource: '', dryRun: requested.dryRun === true };
+  const { object: sent } = await readReview(req, r, expected, POLICY_GROUP);
+  checkName(r, sent);
+  const queryDryRun = parseDryRun(req);
+  const base = writeContext(req, r);
+  const shown: ApiObject = { ...sent, apiVersion: `${POLICY_GROUP}/v1`, kind: 'Eviction', metadata: { ...record(sent.metadata), name: r.info.name, namespace: r.info.namespace } };
+  const object = await admitEviction({ ...base, dryRun: deleteOptionsOf(sent, queryDryRun).dryRun === true }, r, shown);
+  const requested = deleteOptionsOf(object, queryDryRun);
+  const podCtx: WriteContext = { ...base, subresource: '', dryRun: requested.dryRun === true };
   for (let attempt = 0; ; attempt++) {
     const pod = (await getObject(readContext(req, r), r.info.name)).object;
     try {
