@@ -67,7 +67,10 @@ describe('aggregated discovery documents', () => {
       verbs: [...STANDARD_VERBS],
       shortNames: ['po'],
       categories: ['all'],
-      subresources: [{ subresource: 'status', responseKind: { group: '', version: '', kind: 'Pod' }, verbs: ['get', 'patch', 'update'] }],
+      subresources: [
+        { subresource: 'status', responseKind: { group: '', version: '', kind: 'Pod' }, verbs: ['get', 'patch', 'update'] },
+        { subresource: 'eviction', responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' }, verbs: ['create'] },
+      ],
     });
     const namespaces = resources.find((r) => r.resource === 'namespaces');
     expect(namespaces?.scope).toBe('Cluster');

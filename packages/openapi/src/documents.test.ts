@@ -231,6 +231,7 @@ describe('documents follow the registry', () => {
       paths: {
         'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=core-v1' },
         'apis/coordination.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/coordination.svc.io/v1?hash=coordination.svc.io-v1' },
+        'apis/policy/v1': { serverRelativeURL: '/openapi/v3/apis/policy/v1?hash=policy-v1' },
         'apis/authentication.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1?hash=authentication.svc.io-v1' },
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
@@ -333,6 +334,13 @@ describe('discovery documents', () => {
           name: 'coordination.svc.io',
           versions: [{ groupVersion: 'coordination.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'coordination.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'policy',
+          versions: [{ groupVersion: 'policy/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'policy/v1', version: 'v1' },
         },
         {
           kind: 'APIGroup',
