@@ -10,6 +10,7 @@ import { WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { ObjectFeed } from '@svc/watch-fanout/feed';
 import { AdmissionConfigurations, type AdmissionConfigurationReader } from './configurations';
 import { nodeRestriction, type PodReader } from './node-restriction';
+import { ownerReferencesPermissionEnforcement, servedOwnerKinds } from './owner-references-permission';
 import { namespaceLifecycle, serviceAccountDefaults, runMutating, runValidating, type AdmissionOperation, type AdmissionPlugin, type NamespaceReader } from './plugins';
 import { PolicyValidator, isAdmissionConfigurationResource, storageParams, type EquivalentResourceMapper, type PolicyOutcome } from './policy';
 import { AdmissionRecord, AdmissionWebhooks, type WebhookAttributes } from './webhook/dispatcher';
@@ -250,6 +251,8 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   } else {
     log.info('no --watch-fanout-address: admission webhooks and policies are off');
   }
+  // Owner references are checked against the caller's permissions: only with an authorizer to ask.
+  if (config.authzAddress) plugins.push(ownerReferencesPermissionEnforcement(authorize, servedOwnerKinds(() => configurations?.list('CustomResourceDefinition') ?? [])));
   const unaryMethods = {
     admit: unary(log, 'Admit', async (req: admission.AdmitRequest, ctx): Promise<admission.AdmitResponse> => {
       const operation = OPERATIONS[req.operation];

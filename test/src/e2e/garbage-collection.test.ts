@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { startEnvironment, type Environment } from '@svc/testenv';
 import { run, until } from './helpers';
-import { adminRequest } from './http';
+import { adminRequest, tokenRequest } from './http';
 
 /**
  * The garbage collector against the whole server: dependents named by
@@ -134,11 +134,16 @@ describe('garbage collection', () => {
     const role = await post('/apis/rbac.authorization.svc.io/v1/clusterroles', { apiVersion: 'rbac.authorization.svc.io/v1', kind: 'ClusterRole', metadata: { name: 'gc-scope-violation', ownerReferences: [ref('ConfigMap', owner)] }, rules: [] });
     await configMap('unknown-kind', [{ apiVersion: 'nowhere.example.com/v1', kind: 'Nothing', name: 'n', uid: '6d1f6f32-0000-4000-8000-000000000003' }]);
     const event = await until(async () => {
-      const list = (await adminRequest(env, 'GET', `${NS}/events?fieldSelector=reason%3DOwnerRefInvalidNamespace`)).json() as { items: Array<{ message: string; type: string; involvedObject: { name: string; uid: string } }> };
+      const list = (await adminRequest(env, 'GET', `${NS}/events?fieldSelector=reason%3DOwnerRefInvalidNamespace`)).json() as {
+        items: Array<{ message: string; type: string; involvedObject: { name: string; uid: string }; reportingComponent?: string; eventTime?: string }>;
+      };
       return list.items.find((e) => e.involvedObject.name === 'gc-scope-violation');
     });
     expect(event.type).toBe('Warning');
     expect(event.involvedObject.uid).toBe(role.uid);
+    // Written through events.svc.io/v1: a new-style event naming its reporter.
+    expect(event.reportingComponent).toBe('garbage-collector-controller');
+    expect(event.eventTime).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
     expect(event.message).toBe(`ownerRef [v1/ConfigMap, namespace: , name: scope-owner, uid: ${owner.uid}] does not exist in namespace ""`);
     // Deleting the owner deletes neither.
     expect((await kubectl(['delete', 'configmap', 'scope-owner'])).code).toBe(0);
@@ -190,6 +195,23 @@ describe('garbage collection', () => {
     const res = await adminRequest(env, 'POST', `${NS}/configmaps`, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bad-ref', ownerReferences: [{ apiVersion: 'a/b/c', kind: 'ConfigMap', name: 'x', uid: 'u' }] } }));
     expect(res.status).toBe(422);
     expect(res.json()).toMatchObject({ reason: 'Invalid', details: { causes: [{ field: 'metadata.ownerReferences.apiVersion', message: 'Invalid value: "a/b/c": version must not be empty' }] } });
+  });
+
+  test('blockOwnerDeletion needs update on the owner\'s finalizers (OwnerReferencesPermissionEnforcement)', async () => {
+    const owner = await configMap('perm-owner');
+    expect((await kubectl(['create', 'serviceaccount', 'gc-writer'])).code).toBe(0);
+    expect((await kubectl(['create', 'role', 'gc-writer', '--verb=create,get', '--resource=configmaps'])).code).toBe(0);
+    expect((await kubectl(['create', 'rolebinding', 'gc-writer', '--role=gc-writer', '--serviceaccount=default:gc-writer'])).code).toBe(0);
+    const token = (await kubectl(['create', 'token', 'gc-writer'])).stdout.trim();
+    const create = (name: string, block: boolean) =>
+      tokenRequest(env, 'POST', `${NS}/configmaps`, token, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ownerReferences: [ref('ConfigMap', owner, { blockOwnerDeletion: block })] } }));
+    await until(async () => ((await create('perm-plain', false)).status === 201 ? true : undefined), 20_000);
+    const refused = await create('perm-blocking', true);
+    expect(refused.status).toBe(403);
+    expect(refused.json()['message']).toMatch(/^configmaps "perm-blocking" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: /);
+    const grant = 'apiVersion: rbac.authorization.svc.io/v1\nkind: Role\nmetadata:\n  name: gc-writer\n  namespace: default\nrules:\n- apiGroups: [""]\n  resources: [configmaps]\n  verbs: [create, get]\n- apiGroups: [""]\n  resources: [configmaps/finalizers]\n  verbs: [update]\n';
+    expect((await kubectl(['apply', '-f', '-'], grant)).code).toBe(0);
+    await until(async () => ((await create('perm-blocking', true)).status === 201 ? true : undefined), 20_000);
   });
 
   test('1,000 dependents of one owner are collected', async () => {
