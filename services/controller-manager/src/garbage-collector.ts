@@ -1,7 +1,8 @@
-import { ApiError, rfc3339, type ApiObject } from '@svc/apimachinery';
+import { ApiError, type ApiObject } from '@svc/apimachinery';
 import { APIEXTENSIONS_GROUP, builtinResources, customResourceDefinitions } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
+import { EventRecorder } from './event-recorder';
 import {
   apiVersionOf,
   FOREGROUND_FINALIZER,
@@ -89,6 +90,8 @@ export class GarbageCollector {
   private readonly reported = new Set<string>();
   private workers: Promise<void> | undefined;
   private started = false;
+  /** Its events, through events.svc.io/v1. */
+  private readonly events: EventRecorder;
 
   constructor(
     private readonly client: ApiClient,
@@ -97,6 +100,7 @@ export class GarbageCollector {
     private readonly opts: GarbageCollectorOptions = {},
   ) {
     this.crds = factory.informerFor(CRDS);
+    this.events = new EventRecorder(client, { controller: GARBAGE_COLLECTOR_COMPONENT, log });
     this.attemptToDelete = new WorkQueue(opts.queue);
     this.attemptToOrphan = new WorkQueue(opts.queue);
     this.syncKinds();
@@ -357,26 +361,12 @@ export class GarbageCollector {
     this.reportOnce(uid, ref, 'namespace', () => {
       const message = `ownerRef [${ref.apiVersion}/${ref.kind}, namespace: ${dependent.namespace}, name: ${ref.name}, uid: ${ref.uid}] does not exist in namespace ${JSON.stringify(dependent.namespace)}`;
       this.log.warn('invalid owner reference', { object: `${dependent.namespace}/${dependent.name}`, message });
-      void this.recordEvent(dependent, uid, 'OwnerRefInvalidNamespace', message).catch((err: Error) => this.log.warn('event not recorded', { err: err.message }));
+      void this.recordEvent(dependent, uid, 'OwnerRefInvalidNamespace', message);
     });
   }
 
-  private async recordEvent(node: GraphNode, uid: string, reason: string, message: string): Promise<void> {
-    const namespace = node.namespace || 'default';
-    const now = rfc3339(new Date());
-    const event = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { generateName: `${node.name}.`, namespace },
-      involvedObject: { apiVersion: apiVersionOf(node.kind), kind: node.kind.kind, name: node.name, ...(node.namespace ? { namespace: node.namespace } : {}), uid },
-      reason,
-      message,
-      type: 'Warning',
-      source: { component: GARBAGE_COLLECTOR_COMPONENT },
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-    };
-    await this.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event);
+  private recordEvent(node: GraphNode, uid: string, reason: string, message: string): Promise<void> {
+    const regarding = { apiVersion: apiVersionOf(node.kind), kind: node.kind.kind, name: node.name, ...(node.namespace ? { namespace: node.namespace } : {}), uid };
+    return this.events.record({ regarding, type: 'Warning', reason, action: 'CollectGarbage', note: message });
   }
 }

@@ -162,7 +162,8 @@ function controllerObjects(): ApiObject[] {
       [
         // Owners and dependents of every kind: read them, drop references and finalizers, delete orphaned dependents.
         { verbs: ['get', 'update', 'delete'], apiGroups: ['*'], resources: ['*'] },
-        { verbs: ['create'], apiGroups: [''], resources: ['events'] },
+        // Its events (the original's eventsRule).
+        { verbs: ['create', 'update', 'patch'], apiGroups: ['', 'events.svc.io'], resources: ['events'] },
       ],
     ],
   ];
