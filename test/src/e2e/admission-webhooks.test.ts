@@ -18,7 +18,7 @@ import { adminRequest } from './http';
 const WEBHOOK_GROUP = 'admissionregistration.svc.io/v1';
 /** Consecutive failures after which a webhook is isolated, and for how long (the admission service's flags). */
 const ISOLATION_THRESHOLD = 3;
-const ISOLATION_BACKOFF_MS = 3000;
+const ISOLATION_BACKOFF_MS = 6000;
 
 /** A configuration as kubebuilder writes it: the upstream group name and a service reference. */
 const manifestDocument = (kind: string, name: string, hook: string, servicePath: string, operations: string, sideEffects: string) => `apiVersion: admissionregistration.k8s.io/v1
