@@ -97,12 +97,13 @@ describe('the Node mode of the authz service', () => {
   });
 
   test('a pod moved to another node takes its secret along; deleted, it takes it away', async () => {
-    await write('DELETE', '/api/v1/namespaces/apps/pods/web');
+    // Deleted with grace 0, as its node would finish the deletion of a bound pod.
+    await write('DELETE', '/api/v1/namespaces/apps/pods/web?gracePeriodSeconds=0');
     await write('POST', '/api/v1/namespaces/apps/pods', pod('web', 'n2', 'web-tls'));
     await until(attrs(n2, 'get', 'secrets', 'apps', 'web-tls'), 'allow');
     expect((await authz.authorize(attrs(n1, 'get', 'secrets', 'apps', 'web-tls'))).decision).toBe('no-opinion');
     expect((await authz.authorize(attrs(n1, 'get', 'pods', 'apps', 'web'))).decision).toBe('no-opinion');
-    await write('DELETE', '/api/v1/namespaces/apps/pods/web');
+    await write('DELETE', '/api/v1/namespaces/apps/pods/web?gracePeriodSeconds=0');
     await until(attrs(n2, 'get', 'secrets', 'apps', 'web-tls'), 'no-opinion');
     // The other pod's edges stay.
     expect((await authz.authorize(attrs(n2, 'get', 'secrets', 'apps', 'db-password'))).decision).toBe('allow');
