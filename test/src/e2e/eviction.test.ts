@@ -19,12 +19,17 @@ describe('graceful deletion, disruption budgets and eviction', () => {
     adminRequest(env, method, p, body === undefined ? undefined : JSON.stringify(body), headers);
   const merge = { 'content-type': 'application/merge-patch+json' };
 
-  /** A pod bound to `node` (or to none), made Running and Ready as a kubelet would report it. */
-  async function runningPod(name: string, node: string | undefined, labels: Record<string, string> = { app: 'web' }): Promise<void> {
+  /** A pod's readiness as a kubelet would report it: Running, Ready or not. */
+  async function setReady(name: string, ready: boolean): Promise<void> {
+    const status = { status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } };
+    expect((await http('PATCH', `${pods}/${name}/status`, status, merge)).status).toBe(200);
+  }
+
+  /** A pod bound to `node` (or to none), made Running and Ready (or not). */
+  async function runningPod(name: string, node: string | undefined, labels: Record<string, string> = { app: 'web' }, ready = true): Promise<void> {
     const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec: { ...(node ? { nodeName: node } : {}), containers: [{ name: 'c', image: 'nginx:1.25' }] } };
     expect((await http('POST', pods, pod)).status).toBe(201);
-    const ready = { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } };
-    expect((await http('PATCH', `${pods}/${name}/status`, ready, merge)).status).toBe(200);
+    await setReady(name, ready);
   }
 
   const budgetStatus = async (): Promise<Record<string, unknown>> => ((await http('GET', `${budgets}/web`)).json()['status'] as Record<string, unknown> | undefined) ?? {};
@@ -158,4 +163,38 @@ describe('graceful deletion, disruption budgets and eviction', () => {
     expect(missing.status).toBe(404);
     expect(missing.json()).toMatchObject({ reason: 'NotFound', message: 'pods "ghost" not found' });
   }, 40_000);
+
+  test('a pod that is not Ready goes without the budget when the budget is met, or under AlwaysAllow; a pod of two budgets is a 500', async () => {
+    const evict = (name: string) => http('POST', `${pods}/${name}/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name } });
+    const force = async (name: string) => expect((await http('DELETE', `${pods}/${name}?gracePeriodSeconds=0`)).status).toBe(200);
+    // w3 and w4 are healthy, the budget needs 2 and allows nothing; a sick pod may still go.
+    await runningPod('sick', 'n2', { app: 'web' }, false);
+    await waitForAllowed(0, 2);
+    expect((await evict('sick')).status).toBe(201);
+    expect((await http('GET', `${pods}/sick`)).json()['metadata']).toHaveProperty('deletionTimestamp');
+    await force('sick');
+
+    // With the budget not met, a sick pod is refused, unless the budget says AlwaysAllow.
+    await setReady('w4', false);
+    await runningPod('sick2', 'n2', { app: 'web' }, false);
+    await waitForAllowed(0, 1);
+    expect((await evict('sick2')).status).toBe(429);
+    expect((await http('PATCH', `${budgets}/web`, { spec: { unhealthyPodEvictionPolicy: 'AlwaysAllow' } }, merge)).status).toBe(200);
+    await until(async () => ((await budgetStatus())['observedGeneration'] === 2 ? true : undefined));
+    expect((await evict('sick2')).status).toBe(201);
+    await force('sick2');
+
+    // An empty selector selects every pod of the namespace; a pod two budgets select cannot be evicted.
+    const all = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'all' }, spec: { maxUnavailable: 0, selector: {} } };
+    expect((await http('POST', budgets, all)).status).toBe(201);
+    const both = await evict('w3');
+    expect([both.status, both.json()['message']]).toEqual([500, 'Internal error occurred: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.']);
+    expect((await http('GET', `${pods}/w3`)).json()['metadata']).not.toHaveProperty('deletionTimestamp');
+    // maxUnavailable counts by the scale of the pods' controllers: bare pods have none, so none is expected and nothing allowed.
+    const pinned = await until(async () => {
+      const res = await http('GET', `${budgets}/all`);
+      return (res.json()['status'] as Record<string, unknown> | undefined)?.['observedGeneration'] === 1 ? res : undefined;
+    });
+    expect(pinned.json()['status']).toMatchObject({ expectedPods: 0, disruptionsAllowed: 0 });
+  }, 30_000);
 });
