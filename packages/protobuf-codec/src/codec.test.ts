@@ -221,6 +221,31 @@ describe('round trips through the protobuf form', () => {
     expect(codec.decode(codec.encode(mutating))).toEqual(mutating);
   });
 
+  it('keeps a PodDisruptionBudget (int-or-string bounds, selector, disrupted pods, conditions) and an Eviction, v1beta1 too', () => {
+    const budget: ApiObject = {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'web', namespace: 'shop', generation: 2 },
+      spec: { maxUnavailable: '25%', selector: { matchLabels: { app: 'web' } }, unhealthyPodEvictionPolicy: 'AlwaysAllow' },
+      status: {
+        observedGeneration: 2,
+        disruptedPods: { 'web-1': '2024-05-01T10:00:00Z' },
+        disruptionsAllowed: 1,
+        currentHealthy: 3,
+        desiredHealthy: 2,
+        expectedPods: 4,
+        conditions: [{ type: 'DisruptionAllowed', status: 'True', observedGeneration: 2, lastTransitionTime: '2024-05-01T10:00:00Z', reason: 'SufficientPods', message: 'allowed' }],
+      },
+    };
+    expect(codec.decode(codec.encode(budget))).toEqual(budget);
+    const count = { ...budget, spec: { minAvailable: 2, selector: {} } };
+    expect(codec.decode(codec.encode(count))).toEqual(count);
+    for (const apiVersion of ['policy/v1', 'policy/v1beta1']) {
+      const eviction: ApiObject = { apiVersion, kind: 'Eviction', metadata: { name: 'web-1', namespace: 'shop' }, deleteOptions: { gracePeriodSeconds: 0, preconditions: { uid: 'u1' }, dryRun: ['All'] } };
+      expect(codec.decode(codec.encode(eviction))).toEqual(eviction);
+    }
+  });
+
   it('writes the prefix, then the envelope with typeMeta (1) and raw (2)', () => {
     const out = Buffer.from(codec.encode({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }));
     expect(out.subarray(0, 4)).toEqual(PROTOBUF_PREFIX);
