@@ -1,6 +1,7 @@
 import { ApiError } from '@svc/apimachinery';
 import { createLogger } from '@svc/service-kit';
 import { FakeClock, settle } from './testing/fake-clock';
+import type { RecordedEvent } from './event-recorder';
 import { LeaderElector, microTime, type Lease, type LeaseApi } from './leader-election';
 
 const quiet = createLogger('test', { write: () => undefined });
@@ -165,6 +166,35 @@ describe('leader election', () => {
     expect(b.elector.isLeader()).toBe(true);
     expect(a.events).toEqual(['leader host-a_1', 'started']);
     await b.elector.stop();
+  });
+
+  test('the new leader reports a LeaderElection event on the Lease; a standby reports none', async () => {
+    const clock = new FakeClock();
+    const api = new FakeLeaseApi();
+    const recorded: RecordedEvent[] = [];
+    const events = { record: async (e: RecordedEvent) => void recorded.push(e) };
+    const start = (identity: string) => {
+      const e = new LeaderElector({ lease: api, namespace: 'svc-system', name: 'svc-controller-manager', identity, clock, log: quiet, events });
+      return { e, done: e.run({ onStartedLeading: () => undefined, onStoppedLeading: () => undefined }) };
+    };
+    const a = start('host-a_1');
+    await settle();
+    const b = start('host-b_2');
+    await clock.advance(4_000);
+    expect(recorded).toEqual([
+      {
+        regarding: { apiVersion: 'coordination.svc.io/v1', kind: 'Lease', namespace: 'svc-system', name: 'svc-controller-manager' },
+        type: 'Normal',
+        reason: 'LeaderElection',
+        action: 'Acquire',
+        note: 'host-a_1 became leader',
+      },
+    ]);
+    await a.e.stop();
+    await clock.advance(2_400);
+    expect(recorded.map((e) => e.note)).toEqual(['host-a_1 became leader', 'host-b_2 became leader']);
+    await b.e.stop();
+    await Promise.all([a.done, b.done]);
   });
 
   test('settings must leave room: lease duration > renew deadline > retry period', () => {

@@ -4,6 +4,7 @@ import { ApiError, type ApiObject } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
 import { realClock, sleep, type Clock } from './clock';
+import type { EventRecorder } from './event-recorder';
 
 /**
  * Leader election on a `coordination.svc.io/v1` Lease, as client-go's
@@ -79,6 +80,8 @@ export interface LeaderElectionConfig {
   retryPeriodMs?: number;
   clock?: Clock;
   log: Logger;
+  /** Where the original's `LeaderElection` event on the Lease goes (`<identity> became leader`); none without it. */
+  events?: Pick<EventRecorder, 'record'>;
 }
 
 export interface LeaderCallbacks {
@@ -154,6 +157,13 @@ export class LeaderElector {
     }
   }
 
+  private reportLeading(): void {
+    const { namespace, name, identity } = this.config;
+    const uid = this.observed?.metadata?.uid;
+    const regarding = { apiVersion: 'coordination.svc.io/v1', kind: 'Lease', namespace, name, ...(uid ? { uid } : {}) };
+    void this.config.events?.record({ regarding, type: 'Normal', reason: 'LeaderElection', action: 'Acquire', note: `${identity} became leader` });
+  }
+
   private async loop(callbacks: LeaderCallbacks): Promise<void> {
     const signal = this.abort.signal;
     this.config.log.info('attempting to acquire the leader lease', { lease: this.where(), identity: this.config.identity });
@@ -166,6 +176,7 @@ export class LeaderElector {
     this.leading = true;
     this.lastRenew = this.clock.now();
     this.config.log.info('acquired the leader lease', { lease: this.where(), identity: this.config.identity });
+    this.reportLeading();
     callbacks.onStartedLeading();
     // Renew every retry period; give up when no renewal succeeded within the deadline.
     while (!signal.aborted) {

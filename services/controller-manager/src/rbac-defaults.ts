@@ -209,6 +209,8 @@ function controllerObjects(): ApiObject[] {
       // nothing to check), read and renew only its own.
       { verbs: ['create'], apiGroups: ['coordination.svc.io'], resources: ['leases'] },
       { verbs: ['get', 'update'], apiGroups: ['coordination.svc.io'], resources: ['leases'], resourceNames: [CONTROLLER_MANAGER_LEASE] },
+      // Its LeaderElection events on the Lease.
+      { verbs: ['create', 'update', 'patch'], apiGroups: ['', 'events.svc.io'], resources: ['events'] },
     ]),
     roleBinding(SYSTEM_NAMESPACE, CONTROLLER_MANAGER_USER, { kind: 'Role', name: CONTROLLER_MANAGER_USER }, [{ kind: 'User', apiGroup: RBAC, name: CONTROLLER_MANAGER_USER }]),
   ];

@@ -6,6 +6,7 @@ import { ApiClient, loadKubeconfig, type Credentials } from './client';
 import { realClock, sleep } from './clock';
 import { CustomResourceDefinitionController } from './crd-controller';
 import { DisruptionController } from './disruption-controller';
+import { EventRecorder } from './event-recorder';
 import { GarbageCollector } from './garbage-collector';
 import { SharedInformerFactory } from './informer';
 import { apiLease, candidateIdentity, LeaderElector } from './leader-election';
@@ -62,6 +63,8 @@ export interface LeaderElectionSettings {
 
 export const DEFAULT_LEASE_NAME = CONTROLLER_MANAGER_LEASE;
 export const DEFAULT_LEASE_NAMESPACE = SYSTEM_NAMESPACE;
+/** The reporter of the controller-manager's own events (leader election). */
+export const CONTROLLER_MANAGER_REPORTER = 'svc-controller-manager';
 
 /** How long past the renew deadline a leader that did not renew is reported unhealthy (as upstream's leader-election health check). */
 const LEADER_HEALTH_SLACK_MS = 20_000;
@@ -248,6 +251,8 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
         ...(election.renewDeadlineMs ? { renewDeadlineMs: election.renewDeadlineMs } : {}),
         ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
         log: log.with({ component: 'leader-election' }),
+        // The original's LeaderElection event on the Lease, written with the same identity.
+        events: new EventRecorder(ownClient, { controller: CONTROLLER_MANAGER_REPORTER, log: log.with({ component: 'leader-election' }) }),
       })
     : undefined;
   const renewDeadlineMs = election?.renewDeadlineMs ?? 10_000;

@@ -1,5 +1,5 @@
 import { startEnvironment, type Environment } from '@svc/testenv';
-import { run } from './helpers';
+import { run, until } from './helpers';
 import { adminRequest } from './http';
 
 /**
@@ -147,6 +147,22 @@ describe('events.svc.io/v1 end to end', () => {
     const rewritten = await adminRequest(env, 'PUT', `${v1Base}/rollout.1`, JSON.stringify({ ...updated.json(), note: 'something else' }));
     expect(rewritten.status).toBe(422);
     expect(rewritten.body).toContain('note');
+  });
+
+  test('the controller-manager records its events through events.svc.io/v1: the leader reports LeaderElection on its Lease', async () => {
+    const event = await until(async () => {
+      const list = (await adminRequest(env, 'GET', '/apis/events.svc.io/v1/namespaces/svc-system/events?fieldSelector=reason%3DLeaderElection')).json() as { items?: Array<Record<string, unknown>> };
+      return list.items?.[0];
+    }, 15000);
+    expect(event).toMatchObject({
+      apiVersion: 'events.svc.io/v1',
+      type: 'Normal',
+      action: 'Acquire',
+      reportingController: 'svc-controller-manager',
+      regarding: { apiVersion: 'coordination.svc.io/v1', kind: 'Lease', namespace: 'svc-system', name: 'svc-controller-manager' },
+      note: expect.stringMatching(/ became leader$/),
+    });
+    expect(event['eventTime']).toEqual(expect.any(String));
   });
 
   test('kubectl events and kubectl get show events written through either version', async () => {
