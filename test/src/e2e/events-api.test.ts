@@ -199,6 +199,30 @@ describe('events.svc.io/v1 end to end', () => {
     expect(proto.headers['content-type']).toBe('application/vnd.kubernetes.protobuf');
     expect(proto.raw.includes(Buffer.from('rolled out the new configuration'))).toBe(true);
 
+    // A manifest of upstream's events.k8s.io/v1 applies (server-side) as ours and reads back through core v1.
+    const manifest = [
+      'apiVersion: events.k8s.io/v1',
+      'kind: Event',
+      'metadata:',
+      '  name: applied.1',
+      `  namespace: ${ns}`,
+      'eventTime: "2026-01-02T03:04:05.000001Z"',
+      'reportingController: example.com/shop-operator',
+      'reportingInstance: operator-0',
+      'action: Apply',
+      'reason: Applied',
+      'type: Warning',
+      'note: applied from a manifest',
+      'regarding:',
+      '  kind: Pod',
+      `  namespace: ${ns}`,
+      '  name: web-0',
+      '',
+    ].join('\n');
+    const applied = await kubectl(['apply', '--server-side', '-f', '-'], manifest);
+    expect(applied.stderr).toBe('');
+    expect((await adminRequest(env, 'GET', `${coreBase}/applied.1`)).json()).toMatchObject({ message: 'applied from a manifest', type: 'Warning', reportingComponent: 'example.com/shop-operator' });
+
     // Deleting through one version deletes the one object.
     expect((await kubectl(['delete', 'events.events.svc.io', 'pulled.1', '-n', ns])).code).toBe(0);
     expect((await adminRequest(env, 'GET', `${coreBase}/pulled.1`)).status).toBe(404);
