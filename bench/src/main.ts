@@ -14,6 +14,7 @@ import { startEnvironment, type Environment } from '@svc/testenv';
 const NODE_ARGS = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';
+import { benchGarbageCollection, formatGarbageCollection, type GarbageCollectionFigures } from './garbage-collection';
 import { Client, cpuMs, cpuPerOp, directEtcd, fmt, rssBytes, runConcurrent, stats } from './harness';
 import { benchLists, formatLists, type ListFigures } from './lists';
 import { benchWatchers, formatWatchers, type WatchersFigures } from './watchers';
@@ -296,6 +297,13 @@ const SCENARIOS: Record<string, Scenario> = {
       return { figures, lines: formatAdmission(figures) };
     },
   },
+  /** 10,000 dependents of 100 owners: the time until all are collected, the controller-manager's memory per object. */
+  gc: {
+    run: async (env, client) => {
+      const figures = await benchGarbageCollection(env, client);
+      return { figures, lines: formatGarbageCollection(figures) };
+    },
+  },
   /** Unpaged lists (consistent and resourceVersion=0, gzip) next to the etcd range read. */
   lists: {
     run: async (env, client, etcd) => {
@@ -402,6 +410,7 @@ async function main(): Promise<void> {
 
     results['validationRules'] = await benchValidationRules((method, p, body) => client.request(method, p, body));
     results['admission'] = await benchAdmission(env, client);
+    results['garbageCollection'] = await benchGarbageCollection(env, client);
     // Last: the definitions stay installed, so they would weigh on the figures after them.
     results['customResources'] = await benchCustomResources(env, client);
     results['rbacDecision'] = benchRbac(10000);
@@ -440,6 +449,7 @@ async function main(): Promise<void> {
   if (floor) lines.push(`bare express on HTTPS, same POSTs: ${floor.serverCpuMs.toFixed(2)} ms CPU per request (${floor.ratePerSecond} req/s)`);
   lines.push(...formatValidationRules(results['validationRules'] as ValidationRulesFigures));
   lines.push(...formatAdmission(results['admission'] as AdmissionFigures));
+  lines.push(...formatGarbageCollection(results['garbageCollection'] as GarbageCollectionFigures));
   process.stdout.write(lines.join('\n') + '\n');
   fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
   fs.writeFileSync(path.join(__dirname, '..', 'results', 'latest.json'), JSON.stringify(results, null, 2));

@@ -130,11 +130,6 @@ export class OwnerGraph {
     return this.dependentsOf(uid).filter((d) => this.nodes.get(d)?.owners.some((o) => o.uid === uid && o.block));
   }
 
-  /** Every uid in the graph. */
-  uids(): string[] {
-    return [...this.nodes.keys()];
-  }
-
   private unlink(uid: string, node: GraphNode): void {
     for (const owner of node.owners) {
       const set = this.dependents.get(owner.uid);

@@ -1,5 +1,5 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { APIEXTENSIONS_GROUP, builtinResources, customResourceDefinitions } from '@svc/kinds';
+import { APIEXTENSIONS_GROUP, builtinResources, crdConditionTrue, servedNames } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { ApiClient } from './client';
 import { EventRecorder } from './event-recorder';
@@ -63,15 +63,24 @@ type OwnerState = 'solid' | 'waiting' | 'dangling' | 'unresolved';
 
 let builtinKinds: GcKind[] | undefined;
 
+/** The kind of an established definition, at its storage version when served, else its first served one (read from the definition alone: cheap for many definitions). */
+function definedKind(crd: ApiObject): GcKind | undefined {
+  const spec = (crd['spec'] ?? {}) as { group?: string; scope?: string; versions?: Array<{ name?: string; served?: boolean; storage?: boolean }> };
+  const names = servedNames(crd);
+  if (!spec.group || !names || !crdConditionTrue(crd, 'Established')) return undefined;
+  const served = (spec.versions ?? []).filter((v) => v.served === true && v.name);
+  const version = (served.find((v) => v.storage === true) ?? served[0])?.name;
+  return version ? { group: spec.group, version, kind: names.kind, plural: names.plural, namespaced: spec.scope === 'Namespaced' } : undefined;
+}
+
 function followedKinds(crds: ApiObject[]): GcKind[] {
   builtinKinds ??= builtinResources()
     .filter((d) => !d.virtual && !d.storedAs && d.verbs.includes('watch') && !IGNORED.has(`${d.group}/${d.plural}`))
     .map((d) => ({ group: d.group, version: d.version, kind: d.kind, plural: d.plural, namespaced: d.namespaced }));
   const out = [...builtinKinds];
   for (const crd of crds) {
-    const defs = customResourceDefinitions(crd);
-    const storage = defs.find((d) => !d.storageVersioning || d.storageVersioning.storageVersion === d.version) ?? defs[0];
-    if (storage) out.push({ group: storage.group, version: storage.version, kind: storage.kind, plural: storage.plural, namespaced: storage.namespaced });
+    const kind = definedKind(crd);
+    if (kind) out.push(kind);
   }
   return out;
 }
@@ -88,6 +97,8 @@ export class GarbageCollector {
   private readonly attemptToOrphan: WorkQueue;
   private readonly absent = new Set<string>();
   private readonly reported = new Set<string>();
+  /** Objects naming an owner of a kind not served when they were looked at. */
+  private readonly waitingForKinds = new Set<string>();
   private workers: Promise<void> | undefined;
   private started = false;
   /** Its events, through events.svc.io/v1. */
@@ -119,7 +130,10 @@ export class GarbageCollector {
     if (this.started) return;
     this.started = true;
     const kindsChanged = (): void => {
-      if (this.syncKinds()) for (const uid of this.graph.uids()) if (this.graph.get(uid)?.owners.length) this.attemptToDelete.add(uid);
+      if (!this.syncKinds()) return;
+      // Objects naming an owner of a kind that was not served are looked at again.
+      for (const uid of this.waitingForKinds) this.attemptToDelete.add(uid);
+      this.waitingForKinds.clear();
     };
     this.crds.addEventHandler({ onAdd: kindsChanged, onUpdate: kindsChanged, onDelete: kindsChanged });
     for (const [, informer] of this.informers) this.follow(informer);
@@ -185,6 +199,7 @@ export class GarbageCollector {
     const uid = obj.metadata?.uid;
     if (!uid) return;
     const node = this.graph.remove(uid);
+    this.waitingForKinds.delete(uid);
     this.remember(uid);
     for (const dep of this.graph.dependentsOf(uid)) this.attemptToDelete.add(dep);
     for (const owner of node?.owners ?? []) this.ownerMayGo(owner.uid);
@@ -275,6 +290,7 @@ export class GarbageCollector {
   private async ownerState(dependent: GraphNode, uid: string, ref: OwnerLink): Promise<OwnerState> {
     const kind = this.kindsByName.get(`${groupOf(ref.apiVersion)}/${ref.kind}`);
     if (!kind) {
+      this.waitingForKinds.add(uid);
       this.reportOnce(uid, ref, 'unknown', () => this.log.warn('owner reference to a kind the server does not serve; the object is kept', { object: `${dependent.namespace}/${dependent.name}`, owner: `${ref.apiVersion}/${ref.kind} ${ref.name}`, uid: ref.uid }));
       return 'unresolved';
     }
