@@ -232,6 +232,7 @@ describe('documents follow the registry', () => {
         'api/v1': { serverRelativeURL: '/openapi/v3/api/v1?hash=core-v1' },
         'apis/coordination.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/coordination.svc.io/v1?hash=coordination.svc.io-v1' },
         'apis/policy/v1': { serverRelativeURL: '/openapi/v3/apis/policy/v1?hash=policy-v1' },
+        'apis/events.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/events.svc.io/v1?hash=events.svc.io-v1' },
         'apis/authentication.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1?hash=authentication.svc.io-v1' },
         'apis/authentication.svc.io/v1beta1': { serverRelativeURL: '/openapi/v3/apis/authentication.svc.io/v1beta1?hash=authentication.svc.io-v1beta1' },
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
@@ -372,6 +373,13 @@ describe('discovery documents', () => {
           name: 'admissionregistration.svc.io',
           versions: [{ groupVersion: 'admissionregistration.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'admissionregistration.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'events.svc.io',
+          versions: [{ groupVersion: 'events.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'events.svc.io/v1', version: 'v1' },
         },
         {
           kind: 'APIGroup',
