@@ -152,6 +152,21 @@ describe('garbage collection', () => {
     expect(await read(`${NS}/configmaps/unknown-kind`)).toBeDefined();
   });
 
+  test('an owner named across namespaces counts as absent in the dependent\'s: reported (OwnerRefInvalidNamespace) and the dependent collected; the owner stays', async () => {
+    expect((await kubectl(['create', 'namespace', 'gc-elsewhere'])).code).toBe(0);
+    const elsewhere = await post('/api/v1/namespaces/gc-elsewhere/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'far-owner' } });
+    // The collector knows the owner before the dependent names it.
+    await new Promise((r) => setTimeout(r, 1000));
+    const dep = await configMap('cross-ns-dep', [ref('ConfigMap', elsewhere)]);
+    await gone(`${NS}/configmaps/cross-ns-dep`);
+    const event = await until(async () => {
+      const list = (await adminRequest(env, 'GET', `${NS}/events?fieldSelector=reason%3DOwnerRefInvalidNamespace`)).json() as { items: Array<{ message: string; involvedObject: { uid: string } }> };
+      return list.items.find((e) => e.involvedObject.uid === dep.uid);
+    });
+    expect(event.message).toBe(`ownerRef [v1/ConfigMap, namespace: default, name: far-owner, uid: ${elsewhere.uid}] does not exist in namespace "default"`);
+    expect(await read('/api/v1/namespaces/gc-elsewhere/configmaps/far-owner')).toBeDefined();
+  });
+
   test('a namespace deleted with Orphan leaves its cluster-scoped dependents; with Background they go', async () => {
     const makeNs = (name: string) => post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
     const dependent = (name: string, owner: Meta) => post('/apis/rbac.authorization.svc.io/v1/clusterroles', { apiVersion: 'rbac.authorization.svc.io/v1', kind: 'ClusterRole', metadata: { name, ownerReferences: [ref('Namespace', owner)] }, rules: [] });
