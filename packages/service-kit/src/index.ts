@@ -42,6 +42,6 @@ export {
 } from './internal-tls';
 export { loadKubeconfig, KubeconfigError, type Credentials } from './kubeconfig';
 export { loadWebhookConfig, postJson, type WebhookReply } from './webhook';
-export { WebhookAgents, type WebhookEndpoint } from './webhook-agents';
+export { WEBHOOK_AGENT_OPTIONS, WebhookAgents, type WebhookEndpoint } from './webhook-agents';
 export { FieldReader, parseConfigDocument, type JsonObject } from './config-reader';
 export { watchFileContent, contentHash, type FileWatch, type FileWatchOptions, type FileWatchTimers } from './file-watch';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as https from 'node:https';
+import * as tls from 'node:tls';
 
 /** Where a webhook is called: its https URL and the CA bundle that verifies it (the system's roots when unset). */
 export interface WebhookEndpoint {
@@ -11,19 +12,24 @@ export interface WebhookEndpoint {
  * Connections to the webhooks a service calls (conversion webhooks,
  * admission webhooks), kept alive and reused between calls (a TLS handshake
  * per call would otherwise cost more than most answers): one keepAlive
- * https.Agent per webhook URL and CA bundle. At most `maxAgents` are kept,
+ * https.Agent per webhook URL and CA bundle, with one TLS context, keeping
+ * as many idle connections as it may open (a burst of concurrent calls
+ * leaves connections the next burst reuses). At most `maxAgents` are kept,
  * the least recently used going first; `retain` drops the agents of
  * endpoints no longer configured, so a webhook that changes its address or
  * CA, or goes, takes its connections with it. Options given to the
  * constructor (a client certificate, say) apply to every agent.
  */
+/** How each webhook's connections are kept: alive, at most 16 at once, as many kept idle, closed after a minute unused. */
+export const WEBHOOK_AGENT_OPTIONS: Readonly<https.AgentOptions> = { keepAlive: true, maxSockets: 16, maxFreeSockets: 16, timeout: 60_000 };
+
 export class WebhookAgents {
   /** In order of last use, oldest first. */
   private readonly agents = new Map<string, https.Agent>();
 
   constructor(
     private readonly maxAgents = 64,
-    private readonly agentOptions: https.AgentOptions = { keepAlive: true, maxSockets: 16, maxFreeSockets: 4, timeout: 60_000 },
+    private readonly agentOptions: https.AgentOptions = WEBHOOK_AGENT_OPTIONS,
   ) {}
 
   get size(): number {
@@ -41,7 +47,10 @@ export class WebhookAgents {
     if (agent) {
       this.agents.delete(key);
     } else {
-      agent = new https.Agent({ ...this.agentOptions, ...(endpoint.caBundle ? { ca: endpoint.caBundle } : {}) });
+      const options: https.AgentOptions = { ...this.agentOptions, ...(endpoint.caBundle ? { ca: endpoint.caBundle } : {}) };
+      // One TLS context per endpoint, not one per connection (parsing the CA and the client key each time costs more than the call).
+      const { ca, cert, key, passphrase, pfx } = options;
+      agent = new https.Agent({ ...options, secureContext: tls.createSecureContext({ ca, cert, key, passphrase, pfx }) });
     }
     this.agents.set(key, agent);
     for (const [oldest, old] of this.agents) {

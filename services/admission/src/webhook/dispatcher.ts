@@ -3,7 +3,7 @@ import { asVersion } from '../equivalents';
 import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { AdmissionActivation, COST_BUDGET, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer } from '@svc/cel';
 import { jsonEqual, jsonPatch, type JsonValue } from '@svc/merge';
-import { WebhookAgents, postJson, type LogFields, type Logger, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
+import { WEBHOOK_AGENT_OPTIONS, WebhookAgents, postJson, type LogFields, type Logger, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
 import type { AdmissionConfigurationReader } from '../configurations';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 import { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource } from '../policy/matching';
@@ -150,7 +150,7 @@ export class AdmissionWebhooks {
     if (opts.post) {
       this.post = opts.post;
     } else {
-      this.agents = new WebhookAgents(64, { keepAlive: true, maxSockets: 16, maxFreeSockets: 4, timeout: 60_000, ...(opts.clientCertificate ?? {}) });
+      this.agents = new WebhookAgents(64, { ...WEBHOOK_AGENT_OPTIONS, ...(opts.clientCertificate ?? {}) });
       this.post = httpsPoster(this.agents, opts.clientCertificate);
     }
     this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
