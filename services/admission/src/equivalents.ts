@@ -1,7 +1,7 @@
 import { crdConditionTrue, servedNames } from '@svc/kinds';
 import type { ApiObject } from '@svc/apimachinery';
 import type { AdmissionConfigurationReader } from './configurations';
-import type { EquivalentResource, EquivalentResourceMapper } from './policy';
+import type { EquivalentResource, EquivalentResourceMapper } from './policy/matching';
 
 /**
  * The other served versions of a custom resource, for rules with
@@ -44,15 +44,4 @@ function convertibleVersions(crd: ApiObject): { group: string; plural: string; k
   const versions = (spec.versions ?? []).filter((v) => v.served === true && v.name).map((v) => v.name as string);
   if (versions.length < 2) return undefined;
   return { group: spec.group, plural: names.plural, kind: names.kind, versions };
-}
-
-/**
- * An object as the version a rule matched sees it: the same object under
- * that apiVersion (equivalents differ only by it); as it is when it is
- * already of that version.
- */
-export function asVersion<T extends ApiObject | undefined>(obj: T, kind: { group: string; version: string }): T {
-  if (!obj) return obj;
-  const apiVersion = kind.group === '' ? kind.version : `${kind.group}/${kind.version}`;
-  return obj.apiVersion === apiVersion ? obj : ({ ...obj, apiVersion } as T);
 }

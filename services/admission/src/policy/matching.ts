@@ -252,3 +252,14 @@ export function matchedRequest(attrs: AdmissionAttributes & { options?: unknown 
 export function aggregateErrors(messages: readonly string[]): string {
   return messages.length === 1 ? (messages[0] as string) : `[${messages.join(', ')}]`;
 }
+
+/**
+ * An object as the version a rule matched sees it: the same object under
+ * that apiVersion (equivalents differ only by it); as it is when it is
+ * already of that version.
+ */
+export function asVersion<T extends ApiObject | undefined>(obj: T, kind: { group: string; version: string }): T {
+  if (!obj) return obj;
+  const apiVersion = kind.group === '' ? kind.version : `${kind.group}/${kind.version}`;
+  return obj.apiVersion === apiVersion ? obj : ({ ...obj, apiVersion } as T);
+}

@@ -1,11 +1,10 @@
 import { ApiError, type ApiObject, type LabelSelectorObject, type StatusReason } from '@svc/apimachinery';
-import { asVersion } from '../equivalents';
 import { AdmissionActivation, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer, type CelCostedOutcome, type CompiledExpression } from '@svc/cel';
 import { MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '@svc/kinds';
 import type { Logger } from '@svc/service-kit';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
 import { PolicyCompilations, type Compiled, type CompiledPolicy, type FailurePolicy } from './compile';
-import { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
+import { aggregateErrors, asVersion, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, parseSelector, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource, type MatchResources } from './matching';
 import { parseApiVersion, type ParamReader, type ParamResource } from './params';
 
 /**

@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { asVersion } from '../equivalents';
 import { ApiError, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { AdmissionActivation, COST_BUDGET, evaluateWithAuthorizer, type AuthorizationCheck, type AuthorizationDecision, type CelAuthorizer } from '@svc/cel';
-import { jsonEqual, jsonPatch, type JsonValue } from '@svc/merge';
+import { jsonPatch } from '@svc/merge';
 import { WEBHOOK_AGENT_OPTIONS, WebhookAgents, postJson, type LogFields, type Logger, type WebhookEndpoint, type WebhookReply } from '@svc/service-kit';
 import type { AdmissionConfigurationReader } from '../configurations';
 import type { AdmissionAttributes, NamespaceReader } from '../plugins';
-import { aggregateErrors, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource } from '../policy/matching';
+import { aggregateErrors, asVersion, isAdmissionConfigurationResource, matchedRequest, matchesResources, NO_EQUIVALENTS, type EquivalentResourceMapper, type GroupVersionKind, type GroupVersionResource } from '../policy/matching';
 import { WebhookSource, type CompiledWebhook } from './compile';
 import { WebhookCallError, WebhookIsolatedError, dryRunUnsupported, webhookRejection } from './errors';
 import { DEFAULT_ISOLATION, WebhookIsolation, type IsolationOptions } from './isolation';
-import type { ReinvocationState } from './reinvocation';
+import { sameJson, type ReinvocationState } from './reinvocation-state';
 import { InvalidReviewResponse, admissionReviewRequest, admissionReviewResponse, type AdmissionReviewResponse } from './review';
 
 /**
@@ -124,11 +123,6 @@ class RequestDecisions implements CelAuthorizer {
     this.known.set(JSON.stringify(check), decision);
     return decision;
   };
-}
-
-/** Whether two objects are the same JSON (key order aside). */
-export function sameJson(a: ApiObject | undefined, b: ApiObject | undefined): boolean {
-  return jsonEqual(a as JsonValue | undefined, b as JsonValue | undefined);
 }
 
 
