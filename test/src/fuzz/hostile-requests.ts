@@ -287,11 +287,11 @@ function canaryWrite(random: () => number): HttpCase {
     () => ({ ...json('POST', 'application/json', { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name } }), path: kind.path }),
     () => json('DELETE', 'application/json', { preconditions: { uid: 'not-the-uid' } }),
     () => json('DELETE', 'application/json', { preconditions: { resourceVersion: '1' } }),
-    () => json('DELETE', 'application/json', { propagationPolicy: 'Orphan' }),
-    () => json('DELETE', 'application/json', { propagationPolicy: 'Foreground' }),
-    () => json('DELETE', 'application/json', { orphanDependents: true }),
+    () => json('DELETE', 'application/json', { propagationPolicy: 'Sometimes' }),
+    () => json('DELETE', 'application/json', { propagationPolicy: 'Foreground', orphanDependents: true }),
+    () => json('DELETE', 'application/json', { gracePeriodSeconds: 'soon' }),
     () => json('DELETE', 'application/json', { dryRun: ['Maybe'] }),
-    () => json('DELETE', 'application/json', {}, '?propagationPolicy=Orphan'),
+    () => json('DELETE', 'application/json', {}, '?propagationPolicy=Orphan&orphanDependents=true'),
   ];
   return pick(variants)();
 }
