@@ -182,6 +182,22 @@ export interface ConversionWebhookConfig {
   conversionReviewVersions: string[];
 }
 
+/** A service that serves a webhook (`https://<name>.<namespace>.svc:<port><path>`), as admission configurations and conversions name it. */
+export interface ServiceReference {
+  namespace: string;
+  name: string;
+  path?: string;
+  port?: number;
+}
+
+/** Where a webhook is reached, as stored in an admission configuration's `clientConfig`. */
+export interface WebhookClientConfig {
+  url?: string;
+  service?: ServiceReference;
+  /** Base64 of the PEM bundle the webhook's serving certificate is verified with (the system's roots when absent). */
+  caBundle?: string;
+}
+
 export function groupVersion(def: Pick<ResourceDefinition, 'group' | 'version'>): string {
   return def.group ? `${def.group}/${def.version}` : def.version;
 }

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { ServiceReference, WebhookClientConfig } from '@svc/apimachinery';
 import { call, readDocuments, type AdminTls } from './crds';
 import { ensureServingCertificate } from './pki';
 import { freePort } from './ports';
@@ -15,24 +16,12 @@ import { freePort } from './ports';
  * address.
  */
 
+export type { ServiceReference, WebhookClientConfig };
+
 export const WEBHOOK_GROUP = 'admissionregistration.svc.io';
 const UPSTREAM_WEBHOOK_GROUP = 'admissionregistration.k8s.io';
 const WEBHOOK_KINDS = { MutatingWebhookConfiguration: 'mutatingwebhookconfigurations', ValidatingWebhookConfiguration: 'validatingwebhookconfigurations' } as const;
 type WebhookKind = keyof typeof WEBHOOK_KINDS;
-
-export interface ServiceReference {
-  namespace: string;
-  name: string;
-  path?: string;
-  port?: number;
-}
-
-export interface WebhookClientConfig {
-  url?: string;
-  service?: ServiceReference;
-  /** Base64 of the PEM bundle the server trusts the webhook's certificate with. */
-  caBundle?: string;
-}
 
 export interface Webhook {
   name: string;

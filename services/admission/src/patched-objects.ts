@@ -43,11 +43,19 @@ function keyOf(def: ResourceDefinition): string {
   return `${def.group}/${def.version}/${def.kind}`;
 }
 
+/** Each followed definition object's served versions, built once (a changed definition is a new object). */
+const built = new WeakMap<ApiObject, ResourceDefinition[]>();
+
 /** A stored definition's served versions; none for one that cannot be read (it is then not decoded here, and storage's own checks stand). */
 function servedDefinitions(crd: ApiObject): ResourceDefinition[] {
-  try {
-    return customResourceDefinitions(crd);
-  } catch {
-    return [];
+  let defs = built.get(crd);
+  if (!defs) {
+    try {
+      defs = customResourceDefinitions(crd);
+    } catch {
+      defs = [];
+    }
+    built.set(crd, defs);
   }
+  return defs;
 }

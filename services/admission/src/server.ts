@@ -79,7 +79,7 @@ export function policyValidator(deps: AdmissionStepDeps): ValidatingPolicyStep {
   return new PolicyValidator({
     source: deps.configurations,
     namespaces: deps.namespaces,
-    params: storageParams(deps.storage),
+    params: storageParams(deps.storage, { definitions: () => deps.configurations.list('CustomResourceDefinition') }),
     authorize: deps.authorize,
     log: deps.log,
     ...(deps.equivalents ? { equivalents: deps.equivalents } : {}),

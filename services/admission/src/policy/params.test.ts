@@ -49,6 +49,16 @@ describe('storageParams', () => {
     await expect(params.resolve('example.com/v1', 'Limit')).resolves.toBeUndefined();
   });
 
+  test('resolves custom kinds from definitions already followed, without listing them from storage', async () => {
+    const { storage, reads } = fakeStorage(new Map());
+    let definitions = [crd(true)];
+    const params = storageParams(storage, { ttlMs: 0, definitions: () => definitions });
+    await expect(params.resolve('example.com/v1', 'Limit')).resolves.toEqual({ group: 'example.com', version: 'v1', resource: 'limits', namespaced: false });
+    definitions = [];
+    await expect(params.resolve('example.com/v1', 'Limit')).resolves.toBeUndefined();
+    expect(reads).toEqual([]);
+  });
+
   test('a parameter read is remembered for the TTL; one not found is read again', async () => {
     const objects = new Map<string, ApiObject>([['/configmaps/team-a/limits', { metadata: { name: 'limits', namespace: 'team-a' }, data: { max: '1' } }]]);
     const { storage, reads } = fakeStorage(objects);

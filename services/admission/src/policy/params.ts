@@ -57,6 +57,8 @@ export function crdParamResource(crd: ApiObject, group: string, version: string,
 export interface StorageParamsOptions {
   /** How long a read parameter (and the list of definitions) is remembered; 0 reads every time. */
   ttlMs?: number;
+  /** The custom resource definitions as followed already (the admission feed's); without it they are listed from storage. */
+  definitions?: () => readonly ApiObject[];
 }
 
 function notFound(err: unknown): boolean {
@@ -68,7 +70,7 @@ export function storageParams(storage: Pick<StorageClient, 'get' | 'list'>, opti
   const ttl = options.ttlMs ?? 1000;
   const objects = new TtlCache<ApiObject>(ttl);
   const lists = new TtlCache<ApiObject[]>(ttl);
-  const crds = new TtlCache<ApiObject[]>(ttl);
+  const crds = new TtlCache<readonly ApiObject[]>(ttl);
   const keyOf = (r: ParamResource, namespace: string, name: string): string => `${r.group}/${r.resource}/${namespace}/${name}`;
   return {
     async resolve(apiVersion, kind) {
@@ -76,7 +78,7 @@ export function storageParams(storage: Pick<StorageClient, 'get' | 'list'>, opti
       const group = canonicalGroup(parsed.group);
       const builtin = builtinParamResources().find((b) => b.kind === kind && b.resource.group === group && b.resource.version === parsed.version);
       if (builtin) return builtin.resource;
-      let definitions = crds.get('');
+      let definitions = options.definitions?.() ?? crds.get('');
       if (!definitions) {
         definitions = (await storage.list({ group: APIEXTENSIONS_GROUP, resource: 'customresourcedefinitions', namespace: '' })).items;
         crds.set('', definitions);

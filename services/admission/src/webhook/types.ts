@@ -1,4 +1,6 @@
-import type { ApiObject, LabelSelectorObject } from '@svc/apimachinery';
+import type { ApiObject, LabelSelectorObject, ServiceReference, WebhookClientConfig } from '@svc/apimachinery';
+
+export type { ServiceReference, WebhookClientConfig };
 import type { RuleWithOperations } from '../policy/matching';
 
 /**
@@ -8,20 +10,6 @@ import type { RuleWithOperations } from '../policy/matching';
  * configuration is written, and the dispatcher applies them again for a
  * field that is still absent.
  */
-
-export interface ServiceReference {
-  namespace: string;
-  name: string;
-  path?: string;
-  port?: number;
-}
-
-export interface WebhookClientConfig {
-  url?: string;
-  service?: ServiceReference;
-  /** Base64 of the PEM bundle the webhook's serving certificate is verified with (the system's roots when absent). */
-  caBundle?: string;
-}
 
 export interface MatchCondition {
   name: string;
