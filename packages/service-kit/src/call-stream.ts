@@ -3,6 +3,7 @@ import { ApiError } from '@svc/apimachinery';
 import type { common } from '@svc/proto';
 import { encodeCallStatus, failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
 import type { Logger } from './logger';
+import { methodOfPath, observeCall } from './call-hooks';
 
 /**
  * A service's `Calls` stream: its unary methods multiplexed over one
@@ -27,6 +28,8 @@ function errorFrame(id: number, err: ApiError): Frame {
 }
 
 interface Route {
+  /** The gRPC service's full name (`svc.storage.v1.Storage`). */
+  service: string;
   method: string;
   decode(bytes: Buffer): unknown;
   encode(value: unknown): Buffer;
@@ -95,7 +98,8 @@ export class CallsServer {
         throw new Error(`${key} is not a unary method built with unary()`);
       }
       this.routes.set(def.path, {
-        method: def.path.slice(def.path.lastIndexOf('/') + 1),
+        service: def.path.slice(1, def.path.lastIndexOf('/')),
+        method: methodOfPath(def.path),
         decode: def.requestDeserialize,
         encode: def.responseSerialize,
         run: handler.run,
@@ -164,15 +168,18 @@ export class CallsServer {
     }
     const ctx = new FrameContext(f.requestId, this.log);
     stream.inFlight.set(id, ctx);
-    void this.answer(stream, id, route, req, ctx);
+    void this.answer(stream, id, route, req, ctx, f.trace);
   }
 
-  private async answer(stream: OpenStream, id: number, route: Route, req: unknown, ctx: FrameContext): Promise<void> {
+  private async answer(stream: OpenStream, id: number, route: Route, req: unknown, ctx: FrameContext, carrier: Record<string, string>): Promise<void> {
+    const observed = observeCall({ side: 'server', service: route.service, method: route.method, transport: 'calls', requestId: ctx.requestId, carrier });
     try {
-      this.reply(stream, frame({ id, message: route.encode(await route.run(req, ctx)) }));
+      this.reply(stream, frame({ id, message: route.encode(await observed.wrap(() => route.run(req, ctx))) }));
+      observed.end(grpc.status.OK);
     } catch (err) {
       const apiError = ApiError.from(err);
       logFailure(ctx, route.method, apiError);
+      observed.end(grpcCodeOf(apiError));
       this.reply(stream, errorFrame(id, apiError));
     } finally {
       stream.inFlight.delete(id);
@@ -217,18 +224,34 @@ export class CallStream {
     const stream = this.current();
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? 30000;
-    return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (!this.pending.delete(id)) return;
-        if (!stream.destroyed) stream.write(frame({ id, cancel: true }));
-        reject(ApiError.timeout(`the ${this.service} service did not answer in time`, 1));
-      }, timeoutMs);
-      this.pending.set(id, { stream, resolve, reject, timer });
-      stream.write(frame({ id, method: method.path, message: method.requestSerialize(request), requestId: opts.requestId ?? '', trace: traceCarrier(), timeoutMs }));
-    }).then((answer) => {
-      if (answer.code !== grpc.status.OK || answer.status) throw failedCallError(answer.code, answer.status, this.service, answer.details);
-      return method.responseDeserialize(Buffer.from(answer.message));
-    });
+    const observed = observeCall({ side: 'client', service: this.service, method: methodOfPath(method.path), transport: 'calls', requestId: opts.requestId ?? '' });
+    return observed
+      .wrap(
+        () =>
+          new Promise<Frame>((resolve, reject) => {
+            const timer = setTimeout(() => {
+              if (!this.pending.delete(id)) return;
+              if (!stream.destroyed) stream.write(frame({ id, cancel: true }));
+              reject(ApiError.timeout(`the ${this.service} service did not answer in time`, 1));
+            }, timeoutMs);
+            this.pending.set(id, { stream, resolve, reject, timer });
+            stream.write(frame({ id, method: method.path, message: method.requestSerialize(request), requestId: opts.requestId ?? '', trace: traceCarrier(), timeoutMs }));
+          }),
+      )
+      .then((answer) => {
+        if (answer.code !== grpc.status.OK || answer.status) throw failedCallError(answer.code, answer.status, this.service, answer.details);
+        return method.responseDeserialize(Buffer.from(answer.message));
+      })
+      .then(
+        (res) => {
+          observed.end(grpc.status.OK);
+          return res;
+        },
+        (err: unknown) => {
+          observed.end(grpcCodeOf(ApiError.from(err)));
+          throw err;
+        },
+      );
   }
 
   /** Ends the stream; open calls fail with 503. */

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { propagation, context as otelContext } from '@opentelemetry/api';
 import { ApiError, type Status } from '@svc/apimachinery';
 import type { Logger } from './logger';
+import { methodOfFunction, observeCall, type CallTransport, type ObservedCall } from './call-hooks';
 import { callerCheck, clientCredentials, serverCredentials, type InternalTls } from './internal-tls';
 
 /**
@@ -105,6 +106,19 @@ function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerW
   return { requestId, log: requestId ? log.with({ requestId }) : log, signal: controller.signal };
 }
 
+/** The string-valued metadata a caller sent (trace headers among them). */
+function metadataCarrier(metadata: grpc.Metadata): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  for (const [key, value] of Object.entries(metadata.getMap())) if (typeof value === 'string') carrier[key] = value;
+  return carrier;
+}
+
+/** The served call, as observers see it (call-hooks.ts). */
+function observeServed(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, method: string, transport: CallTransport, requestId: string): ObservedCall {
+  const path = call.getPath();
+  return observeCall({ side: 'server', service: path.slice(1, path.lastIndexOf('/')), method, transport, requestId, carrier: metadataCarrier(call.metadata) });
+}
+
 /** The work behind a unary method, independent of how the call arrived. */
 export type UnaryFn<Req, Res> = (req: Req, ctx: CallContext) => Promise<Res>;
 
@@ -124,11 +138,16 @@ export function logFailure(ctx: CallContext, method: string, apiError: ApiError)
 export function unary<Req, Res>(log: Logger, method: string, fn: UnaryFn<Req, Res>): UnaryHandler<Req, Res> {
   const handler: grpc.handleUnaryCall<Req, Res> = (call, callback) => {
     const ctx = callContext(call, log);
-    fn(call.request, ctx).then(
-      (res) => callback(null, res),
+    const observed = observeServed(call, method, 'unary', ctx.requestId);
+    observed.wrap(() => fn(call.request, ctx)).then(
+      (res) => {
+        observed.end(grpc.status.OK);
+        callback(null, res);
+      },
       (err: unknown) => {
         const apiError = ApiError.from(err);
         logFailure(ctx, method, apiError);
+        observed.end(grpcCodeOf(apiError));
         callback(toGrpcError(apiError));
       },
     );
@@ -149,10 +168,15 @@ export function serverStream<Req, Res>(
         if (call.write(msg)) resolve();
         else call.once('drain', () => resolve());
       });
-    fn(call.request, send, ctx).then(
-      () => call.end(),
+    const observed = observeServed(call, method, 'server-stream', ctx.requestId);
+    observed.wrap(() => fn(call.request, send, ctx)).then(
+      () => {
+        observed.end(grpc.status.OK);
+        call.end();
+      },
       (err: unknown) => {
         const apiError = ApiError.from(err);
+        observed.end(grpcCodeOf(apiError));
         if (apiError.code >= 500) ctx.log.error('stream failed', { method, err: apiError.cause ?? apiError });
         // grpc-js ends a server stream with a status when 'error' is emitted on it.
         call.emit('error', toGrpcError(apiError));
@@ -267,10 +291,20 @@ type UnaryMethod<Req, Res> = (
 /** Calls a generated unary method and maps failures to ApiError. */
 export function callUnary<Req, Res>(service: string, method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
   const deadline = new Date(Date.now() + (opts.timeoutMs ?? 30000));
-  return new Promise<Res>((resolve, reject) => {
-    method(request, outgoingMetadata(opts), { deadline }, (err, res) => {
-      if (err) reject(fromGrpcError(err, service));
-      else resolve(res);
-    });
-  });
+  const observed = observeCall({ side: 'client', service, method: methodOfFunction(method), transport: 'unary', requestId: opts.requestId ?? '' });
+  return observed.wrap(
+    () =>
+      new Promise<Res>((resolve, reject) => {
+        method(request, outgoingMetadata(opts), { deadline }, (err, res) => {
+          if (err) {
+            const apiError = fromGrpcError(err, service);
+            observed.end(grpcCodeOf(apiError));
+            reject(apiError);
+          } else {
+            observed.end(grpc.status.OK);
+            resolve(res);
+          }
+        });
+      }),
+  );
 }

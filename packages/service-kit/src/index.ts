@@ -45,3 +45,13 @@ export { loadWebhookConfig, postJson, type WebhookReply } from './webhook';
 export { WEBHOOK_AGENT_OPTIONS, WebhookAgents, type WebhookEndpoint } from './webhook-agents';
 export { FieldReader, parseConfigDocument, type JsonObject } from './config-reader';
 export { watchFileContent, contentHash, type FileWatch, type FileWatchOptions, type FileWatchTimers } from './file-watch';
+export {
+  addCallObserver,
+  observeCall,
+  type CallDescription,
+  type CallObservation,
+  type CallObserver,
+  type CallSide,
+  type CallTransport,
+  type ObservedCall,
+} from './call-hooks';
