@@ -2,7 +2,7 @@
  * What every service shares at its edges: structured logs, flags, gRPC
  * servers and clients with API errors carried across.
  */
-export { createLogger, type Logger, type LogLevel, type LogFields, type LoggerOptions } from './logger';
+export { createLogger, LOG_LEVELS, type Logger, type LogLevel, type LogFields, type LoggerOptions } from './logger';
 export { parseFlags, parseDuration, listFlag, usage, FlagError, type FlagSpec, type FlagSpecs, type ParsedFlags } from './flags';
 export {
   STATUS_TRAILER,

@@ -1,5 +1,23 @@
 import { FlagError, parseFlags, usage, type FlagSpecs, type ParsedFlags } from './flags';
-import { createLogger } from './logger';
+import { createLogger, LOG_LEVELS, type LogLevel } from './logger';
+
+/**
+ * Every service takes `--log-level`, settable as well by `SVC_LOG_LEVEL`
+ * (the flag wins); an unknown level refuses the start instead of falling
+ * back to a level nobody asked for.
+ */
+const LOG_LEVEL_FLAG = {
+  'log-level': { description: `Least severe level logged: ${LOG_LEVELS.join(', ')} (default: SVC_LOG_LEVEL, else info)` },
+};
+
+export function logLevelFrom(flags: Pick<ParsedFlags, 'getOptional'>): LogLevel {
+  const fromFlag = flags.getOptional('log-level');
+  const value = fromFlag ?? process.env['SVC_LOG_LEVEL'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+    throw new FlagError(`${fromFlag !== undefined ? '--log-level' : 'SVC_LOG_LEVEL'} ${JSON.stringify(value)} is not a log level: use one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return value as LogLevel;
+}
 
 /**
  * The shape of every service's `main`: parse flags (or print `--help`), start,
@@ -11,21 +29,24 @@ export function runMain(
   start: (flags: ParsedFlags) => Promise<{ close(): Promise<void> }>,
   argv: readonly string[] = process.argv.slice(2),
 ): void {
-  const log = createLogger(service);
+  const allSpecs: FlagSpecs = { ...LOG_LEVEL_FLAG, ...specs };
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(usage(service, specs) + '\n');
+    process.stdout.write(usage(service, allSpecs) + '\n');
     return;
   }
   let flags: ParsedFlags;
   try {
-    flags = parseFlags(argv, specs);
+    flags = parseFlags(argv, allSpecs);
+    // Every logger the service makes from here on reads the level from the environment.
+    process.env['SVC_LOG_LEVEL'] = logLevelFrom(flags);
   } catch (err) {
     if (err instanceof FlagError) {
-      process.stderr.write(`${service}: ${err.message}\n\n${usage(service, specs)}\n`);
+      process.stderr.write(`${service}: ${err.message}\n\n${usage(service, allSpecs)}\n`);
       process.exit(2);
     }
     throw err;
   }
+  const log = createLogger(service);
   start(flags).then(
     (handle) => {
       let stopping = false;

@@ -15,6 +15,22 @@ interface RequestState {
   user?: UserInfo;
   authorization?: RequestAuthorization;
   warnings: string[];
+  audit?: AuditRecorder;
+}
+
+/**
+ * The audit record of a request (present only when the gateway audits):
+ * what handlers and filters below the audit filter tell it.
+ */
+export interface AuditRecorder {
+  /** An annotation of the event (the first value given for a key stands). */
+  annotate(key: string, value: string): void;
+  /** The request body as received (kept at the Request level and above). */
+  requestBody(body: Buffer, contentType: string | undefined): void;
+  /** The name and namespace of the object a request sends, for the event's objectRef when the URL names none (a create). */
+  requestObjectMeta(name: string | undefined, namespace: string | undefined): void;
+  /** A long-running response (a watch) has started: its ResponseStarted event. */
+  responseStarted(code: number): void;
 }
 
 /**
@@ -64,6 +80,25 @@ export function parsedRequestInfoFrom(req: Request): RequestInfo | undefined {
 
 export function withUser(req: Request, user: UserInfo): void {
   state(req).user = user;
+}
+
+/** The user the request runs as now, when authentication has run (for the audit event: requester and impersonated user). */
+export function currentUserFrom(req: Request): UserInfo | undefined {
+  return states.get(req)?.user;
+}
+
+export function withAuditRecorder(req: Request, audit: AuditRecorder): void {
+  state(req).audit = audit;
+}
+
+/** The request's audit record; undefined when the gateway does not audit. */
+export function auditRecorderFrom(req: Request): AuditRecorder | undefined {
+  return states.get(req)?.audit;
+}
+
+/** Adds an annotation to the request's audit event (nothing when the gateway does not audit). */
+export function addAuditAnnotation(req: Request, key: string, value: string): void {
+  states.get(req)?.audit?.annotate(key, value);
 }
 
 export function userFrom(req: Request): UserInfo {

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Logger } from '@svc/service-kit';
 import { REQUEST_ID_HEADER } from '@svc/service-kit';
-import { initRequestState, logFrom, parsedRequestInfoFrom } from '../context';
+import { initRequestState } from '../context';
 import { writeError } from '../responses';
 import type { Handler } from './chain';
+import { logRequestOnFinish } from './http-log';
 
 /**
- * Outermost filter: gives the request an id and a logger, logs its outcome,
- * and turns anything thrown below into a Status (never a stack trace).
+ * Outermost filter: gives the request an id and a logger, logs its outcome
+ * (http-log.ts), and turns anything thrown below into a Status (never a
+ * stack trace).
  */
 /**
  * Reads and drops what is left of a refused request's body (at most
@@ -47,19 +49,7 @@ export function withPanicRecovery(handler: Handler, log: Logger, maxBodyBytes = 
     const requestId = (req.headers[REQUEST_ID_HEADER] as string | undefined) || randomUUID();
     initRequestState(req, requestId, log.with({ requestId }));
     res.setHeader('Audit-Id', requestId);
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      // A path refused by the request-info filter is logged through the Status it got, not as sent.
-      logFrom(req).debug('request', {
-        method: req.method,
-        path: parsedRequestInfoFrom(req)?.path ?? '(refused)',
-        status: res.statusCode,
-        ms: Math.round(ms * 10) / 10,
-        // HTTP/1.1 or HTTP/2.0, as negotiated on the connection.
-        protocol: `HTTP/${req.httpVersion}`,
-      });
-    });
+    logRequestOnFinish(req, res, process.hrtime.bigint());
     try {
       await handler(req, res);
     } catch (err) {
