@@ -55,3 +55,17 @@ export {
   type CallTransport,
   type ObservedCall,
 } from './call-hooks';
+export {
+  MetricsRegistry,
+  processMetrics,
+  boundedLabel,
+  validateShowHiddenFor,
+  BINARY_VERSION,
+  PROMETHEUS_CONTENT_TYPE,
+  OPENMETRICS_CONTENT_TYPE,
+  type StabilityLevel,
+  type MetricOptions,
+  type HistogramOptions,
+  type GaugeOptions,
+  type MetricsRegistryOptions,
+} from './metrics';

@@ -1,5 +1,6 @@
 import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions, type ITxnResponse } from 'etcd3';
 import { etcdClientOptions } from './etcd-options';
+import { observeEtcd, etcdType, type EtcdCall } from './etcd-observe';
 import {
   ApiError,
   collectionPrefix,
@@ -209,6 +210,10 @@ export interface EtcdStoreOptions {
   etcdOptions?: Partial<IOptions>;
 }
 
+/** The current revision (read with a count-only range) and a namespace's state, as etcd calls. */
+const REVISION_CALL: EtcdCall = { operation: 'revision', type: '' };
+const NAMESPACE_CALL: EtcdCall = { operation: 'get', type: 'namespaces' };
+
 /** Keys read from etcd in one range request (objects are at most 1.5 MiB each). */
 const READ_BATCH = 250;
 
@@ -251,24 +256,24 @@ export class EtcdStore {
     }
   }
 
-  private async txn(req: Parameters<Etcd3['kv']['txn']>[0]): Promise<ITxnResponse> {
+  private async txn(call: EtcdCall, req: Parameters<Etcd3['kv']['txn']>[0]): Promise<ITxnResponse> {
     try {
-      return await this.client.kv.txn(req);
+      return await observeEtcd(call, () => this.client.kv.txn(req));
     } catch (err) {
       throw translateEtcdError(err, this.maxRequestBytes);
     }
   }
 
-  private async range(req: Parameters<Etcd3['kv']['range']>[0]): Promise<IRangeResponse> {
+  private async range(call: EtcdCall, req: Parameters<Etcd3['kv']['range']>[0]): Promise<IRangeResponse> {
     try {
-      return await this.client.kv.range(req);
+      return await observeEtcd(call, () => this.client.kv.range(req));
     } catch (err) {
       throw translateEtcdError(err);
     }
   }
 
   async currentRevision(): Promise<{ revision: number; compactRevision: number }> {
-    const res = await this.range({ key: Buffer.from('/registry/'), count_only: true, limit: 1 });
+    const res = await this.range(REVISION_CALL, { key: Buffer.from('/registry/'), count_only: true, limit: 1 });
     return { revision: Number(res.header.revision), compactRevision: 0 };
   }
 
@@ -296,7 +301,7 @@ export class EtcdStore {
   async get(key: StoredKey, at?: ReadAt): Promise<StoredObject> {
     const k = objectKey(key);
     const revision = await this.readRevision(at);
-    const res = await this.range({ key: Buffer.from(k), revision });
+    const res = await this.range({ operation: 'get', type: etcdType(key) }, { key: Buffer.from(k), revision });
     const kv = res.kvs[0];
     if (!kv) throw ApiError.notFound(groupResource(key), key.name);
     return decode(kv.value, kv.mod_revision, k);
@@ -330,7 +335,7 @@ export class EtcdStore {
     let remaining: number | undefined;
     for (;;) {
       const batch = filtering ? READ_BATCH : Math.min(READ_BATCH, want - items.length);
-      const res = await this.rangeAt({ key: start, range_end: end, revision, limit: batch }, options.continueToken !== undefined);
+      const res = await this.rangeAt({ operation: 'list', type: etcdType(key) }, { key: start, range_end: end, revision, limit: batch }, options.continueToken !== undefined);
       if (revision === 0) revision = Number(res.header.revision);
       let lastScanned: Buffer | undefined;
       for (const kv of res.kvs) {
@@ -364,9 +369,9 @@ export class EtcdStore {
     return result;
   }
 
-  private async rangeAt(req: Parameters<Etcd3['kv']['range']>[0], fromContinue: boolean): Promise<IRangeResponse> {
+  private async rangeAt(call: EtcdCall, req: Parameters<Etcd3['kv']['range']>[0], fromContinue: boolean): Promise<IRangeResponse> {
     try {
-      return await this.client.kv.range(req);
+      return await observeEtcd(call, () => this.client.kv.range(req));
     } catch (err) {
       const apiError = translateEtcdError(err);
       if (apiError.code === 410 && fromContinue) {
@@ -391,13 +396,13 @@ export class EtcdStore {
     for (let attempt = 0; ; attempt++) {
       const ns = guarded ? await this.namespaceState(key, attempt > 0) : undefined;
       if (dryRun) {
-        const existing = await this.range({ key: k, count_only: true });
+        const existing = await this.range({ operation: 'count', type: etcdType(key) }, { key: k, count_only: true });
         if (Number(existing.count) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
         return answer(existing.header.revision);
       }
       const compare: Parameters<Etcd3['kv']['txn']>[0]['compare'] = [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }];
       if (ns) compare.push({ key: ns.key, target: 'Mod', result: 'Equal', mod_revision: ns.modRevision });
-      const res = await this.txn({ compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
+      const res = await this.txn({ operation: 'create', type: etcdType(key), requestBytes: value.length }, { compare, success: [{ request_put: { key: k, value } }], failure: [{ request_range: { key: k, count_only: true } }] });
       if (res.succeeded) return answer(res.header.revision);
       if (Number(res.responses[0]?.response_range?.count ?? 0) > 0) throw ApiError.alreadyExists(groupResource(key), key.name);
       // The namespace changed since it was checked: check it again.
@@ -415,7 +420,7 @@ export class EtcdStore {
     let state = fresh ? undefined : this.namespaces.get(key.namespace);
     // A refusal is never served from memory: the namespace may have been created again since.
     if (!state || state.terminating) {
-      const kv = (await this.range({ key: Buffer.from(nsKey) })).kvs[0];
+      const kv = (await this.range(NAMESPACE_CALL, { key: Buffer.from(nsKey) })).kvs[0];
       if (!kv) {
         this.namespaces.delete(key.namespace);
         throw ApiError.notFound({ group: '', resource: 'namespaces' }, key.namespace);
@@ -450,7 +455,7 @@ export class EtcdStore {
     if (pre.revision && !pre.uid && !dryRun) return this.swap(key, k, write, pre.revision);
     const current = await this.checkPreconditions(key, pre);
     if (dryRun) return answer(current.mod_revision);
-    const res = await this.txn({
+    const res = await this.txn({ operation: 'update', type: etcdType(key), requestBytes: value.length }, {
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
       success: [{ request_put: { key: k, value } }],
       failure: [],
@@ -467,7 +472,7 @@ export class EtcdStore {
     const k = Buffer.from(objectKey(key));
     const current = await this.checkPreconditions(key, pre);
     if (dryRun) return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(current.mod_revision) };
-    const res = await this.txn({
+    const res = await this.txn({ operation: 'delete', type: etcdType(key) }, {
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
       success: [{ request_delete_range: { key: k, prev_kv: true } }],
       failure: [],
@@ -485,7 +490,7 @@ export class EtcdStore {
    * tells a conflict (409) from a deleted object (404).
    */
   private async swap(key: StoredKey, k: Buffer, write: EncodedWrite, revision: number): Promise<StoredObject> {
-    const res = await this.txn({
+    const res = await this.txn({ operation: 'update', type: etcdType(key), requestBytes: write.value.length }, {
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: revision }],
       success: [{ request_put: { key: k, value: write.value } }],
       failure: [{ request_range: { key: k, keys_only: true } }],
@@ -496,7 +501,7 @@ export class EtcdStore {
   }
 
   private async checkPreconditions(key: StoredKey, pre: Preconditions): Promise<IKeyValue> {
-    const res = await this.range({ key: Buffer.from(objectKey(key)) });
+    const res = await this.range({ operation: 'get', type: etcdType(key) }, { key: Buffer.from(objectKey(key)) });
     const kv = res.kvs[0];
     if (!kv) throw ApiError.notFound(groupResource(key), key.name);
     if (pre.revision && Number(kv.mod_revision) !== pre.revision) {
