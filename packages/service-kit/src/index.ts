@@ -69,3 +69,43 @@ export {
   type GaugeOptions,
   type MetricsRegistryOptions,
 } from './metrics';
+export {
+  tracingEnabled,
+  tracer,
+  droppedSpans,
+  tracingStats,
+  buildSampler,
+  startTracing,
+  stopTracing,
+  flushTracing,
+  inClientSpan,
+  sampledTraceparent,
+  spanContextOf,
+  startLinkedSpan,
+  carrierOf,
+  activeTraceId,
+} from './tracing';
+export {
+  tracingSettings,
+  parseTracingConfiguration,
+  readTracingConfigFile,
+  samplerForRate,
+  TracingConfigError,
+  TRACING_CONFIG_VERSIONS,
+  DEFAULT_FILE_ENDPOINT,
+  type TracingSettings,
+  type TracingConfiguration,
+  type SamplerChoice,
+  type BatchSettings,
+  type OtlpProtocol,
+} from './tracing-config';
+export { BoundedBatchSpanProcessor, type SpanQueueStats, type SpanQueueEvents } from './span-queue';
+export { installGrpcMetrics, grpcCodeName, GRPC_CODE_NAMES } from './grpc-metrics';
+export {
+  serveMetrics,
+  startProcessMetrics,
+  parseBindAddress,
+  METRICS_FLAGS,
+  SHOW_HIDDEN_METRICS_FLAGS,
+  type MetricsEndpoint,
+} from './metrics-server';
