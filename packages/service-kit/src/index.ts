@@ -100,12 +100,3 @@ export {
   type OtlpProtocol,
 } from './tracing-config';
 export { BoundedBatchSpanProcessor, type SpanQueueStats, type SpanQueueEvents } from './span-queue';
-export { installGrpcMetrics, grpcCodeName, GRPC_CODE_NAMES } from './grpc-metrics';
-export {
-  serveMetrics,
-  startProcessMetrics,
-  parseBindAddress,
-  METRICS_FLAGS,
-  SHOW_HIDDEN_METRICS_FLAGS,
-  type MetricsEndpoint,
-} from './metrics-server';
