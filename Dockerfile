@@ -26,7 +26,8 @@ COPY . .
 # ts-proto as a local plugin) then `tsc -b`.
 RUN npm run build
 # The runtime tree: package.json and dist of every workspace package and
-# service (plus nested node_modules where npm put one), and the deploy scripts.
+# service (plus nested node_modules where npm put one), the deploy scripts and
+# the default audit policy.
 RUN mkdir -p /out \
  && cp package.json /out/ \
  && for d in packages/* services/*; do \
@@ -35,7 +36,7 @@ RUN mkdir -p /out \
       if [ -d "$d/dist" ]; then cp -r "$d/dist" "/out/$d/"; fi; \
       if [ -d "$d/node_modules" ]; then cp -r "$d/node_modules" "/out/$d/"; fi; \
     done \
- && mkdir -p /out/deploy && cp -r deploy/scripts /out/deploy/ \
+ && mkdir -p /out/deploy && cp -r deploy/scripts deploy/audit-policy.yaml /out/deploy/ \
  && find /out -name '*.test.js' -o -name '*.test.d.ts' -o -name '*.test.js.map' -o -name '*.test.d.ts.map' | xargs -r rm -f
 # Drop the build tools (typescript, jest, buf, ts-proto) from node_modules.
 RUN npm prune --omit=dev --no-audit --no-fund
@@ -54,10 +55,11 @@ COPY --from=build /out/ ./
 # /pki is where the pki step keeps the CAs and where every service reads its
 # own files; /export/<consumer> is where the pki step writes each consumer's
 # set (docker-compose mounts a volume per consumer there). A named volume
-# mounted on a directory starts with that directory's owner.
+# mounted on a directory starts with that directory's owner. /var/log/svc
+# holds the gateway's audit log.
 RUN mkdir -p /pki /export/gateway /export/authn /export/authz /export/admission /export/storage \
-      /export/watch-fanout /export/etcd /export/nats /export/controller-manager \
- && chown -R 1000:1000 /pki /export
+      /export/watch-fanout /export/etcd /export/nats /export/controller-manager /var/log/svc \
+ && chown -R 1000:1000 /pki /export /var/log/svc
 # The image's `node` user, numeric so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 6443 7101 7102 7103 7104 7105

@@ -8,7 +8,7 @@ export { spawnManaged, tailLog, type ManagedProcess, type SpawnOptions, type Res
 export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, type NatsInstance, type NatsServerConfigOptions, type ServerTlsFiles } from './backends';
 export { ensurePki, ensureInternalPki, ensureServingCertificate, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
-export { startEnvironment, SERVICE_ACCOUNT_ISSUER, DEFAULT_AUTHORIZATION_MODE, type Environment, type EnvironmentOptions } from './environment';
+export { startEnvironment, SERVICE_ACCOUNT_ISSUER, DEFAULT_AUTHORIZATION_MODE, type Environment, type EnvironmentOptions, type AuditEnvironmentOptions } from './environment';
 export { installCrds, readCrdDocuments, readDocuments, type AdminTls } from './crds';
 export {
   installWebhooks,

@@ -5,6 +5,7 @@ import type { AuthzClient } from '@svc/authz/client';
 import type { AggregatedDiscoveryDocument, DiscoveryScope } from '@svc/openapi';
 import type { Logger, WebhookAgents } from '@svc/service-kit';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
+import type { Auditor } from './audit/auditor';
 import type { WatchConversions } from './conversion/watch-conversion';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
@@ -42,6 +43,8 @@ export interface GatewayDeps {
   watchWrites: WriteBatcher;
   /** Kept-alive connections to conversion webhooks, dropped with the definitions that use them. */
   webhookAgents: WebhookAgents;
+  /** The audit policy and backends (`--audit-*`); undefined: nothing is audited, at no cost. */
+  audit?: Auditor;
 }
 
 export interface GatewayLimits {

@@ -4,10 +4,12 @@ import { AggregatedDiscovery, OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { internalTlsFromFlags, runMain } from '@svc/service-kit';
 import { natsTlsFromFlags } from '@svc/watch-fanout/client';
+import { auditOptionsFromFlags } from './audit/flags';
 import { GATEWAY_FLAGS, proxyHeadersFromFlags } from './flags';
 import { start } from './server';
 
-runMain('gateway', GATEWAY_FLAGS, (flags) => {
+// Async: a flag or file the gateway cannot use (an audit policy) refuses the start as a failed start, with its message.
+runMain('gateway', GATEWAY_FLAGS, async (flags) => {
   const registry = new ResourceRegistry();
   registerBuiltins(registry);
   const openapi = new OpenApiDocuments(registry);
@@ -50,5 +52,7 @@ runMain('gateway', GATEWAY_FLAGS, (flags) => {
     watchCache: flags.getBool('watch-cache') && { windowChanges: flags.getInt('watch-cache-window') },
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
+  const audit = auditOptionsFromFlags(flags);
+  if (audit) config.audit = audit;
   return start(config);
 });

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import type { GatewayDeps } from './backends';
 import { serveAggregatedDiscovery } from './aggregated-discovery';
-import { addWarning, requestInfoFrom } from './context';
+import { addAuditAnnotation, addWarning, requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
@@ -60,6 +60,9 @@ export function healthRoute(deps: GatewayDeps): Handler {
   };
 }
 
+/** The audit annotation of a request through a deprecated version (SPEC section 6). */
+export const DEPRECATED_ANNOTATION = 'svc.io/deprecated';
+
 export function buildRouter(deps: GatewayDeps): Handler {
   const health = healthRoute(deps);
   return async (req, res) => {
@@ -71,7 +74,10 @@ export function buildRouter(deps: GatewayDeps): Handler {
     const def = deps.registry.lookup(info.apiGroup, info.apiVersion, info.resource);
     if (!def) throw NOT_FOUND();
     // Every request through a deprecated version is told so, its errors too (as upstream's handler does).
-    if (def.deprecationWarning) addWarning(req, def.deprecationWarning);
+    if (def.deprecationWarning) {
+      addWarning(req, def.deprecationWarning);
+      addAuditAnnotation(req, DEPRECATED_ANNOTATION, 'true');
+    }
     if (info.subresource && !def.subresources.some((s) => s.name === info.subresource)) throw NOT_FOUND();
     const clusterWideOk = info.verb === 'list' || info.verb === 'watch' || info.verb === 'deletecollection';
     if (def.namespaced && !info.namespace && !clusterWideOk) throw NOT_FOUND();

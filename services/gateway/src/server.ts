@@ -9,6 +9,7 @@ import { createLogger, WebhookAgents, type Logger, loadInternalTls, type Interna
 import { StorageClient } from '@svc/storage/client';
 import { ChangeSubscriber, WatchFanoutClient, type NatsTlsFiles } from '@svc/watch-fanout/client';
 import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
+import { createAuditor, type AuditOptions } from './audit/auditor';
 import { expressForBothProtocols } from './express-http2';
 import { createFrontServer } from './front-server';
 import { buildHandlerChain } from './handler-chain';
@@ -54,6 +55,8 @@ export interface GatewayConfig {
   proxyHeaders?: { names: string[]; prefixes: string[] };
   /** Streams an HTTP/2 connection may have open at once (0 or unset: the original's default, 100). */
   http2MaxStreamsPerConnection?: number;
+  /** Auditing (`--audit-policy-file` and a log or webhook); unset: nothing is audited. */
+  audit?: AuditOptions;
   logger?: Logger;
 }
 
@@ -102,6 +105,8 @@ const SHUTDOWN_DRAIN_MS = 10_000;
 /** Starts the gateway: the HTTPS front of the system. */
 export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const log = config.logger ?? createLogger('gateway');
+  // First: an audit policy that cannot be used refuses the start before anything is connected.
+  const auditor = config.audit ? createAuditor(config.audit, log.with({ component: 'audit' })) : undefined;
   const tls = loadInternalTls(config.internalTls);
   const storage = new StorageClient(config.storageAddress, tls);
   const authn = new AuthnClient(config.authnAddress, tls);
@@ -135,6 +140,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     webhookAgents,
     watchWrites,
     watchConversions: new WatchConversions(conversionOptions({ limits, webhookAgents })),
+    ...(auditor ? { audit: auditor } : {}),
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
       authn: () => reachable(() => authn.authenticate({ clientCertificateChain: [], headers: {}, method: 'GET', path: '/readyz', remoteAddress: '' }, { timeoutMs: 3000 })),
@@ -245,6 +251,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       stopRetainingAgents();
       webhookAgents.destroy();
       watchWrites.stop();
+      await auditor?.close();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
     },

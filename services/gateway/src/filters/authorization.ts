@@ -2,7 +2,7 @@ import { ApiError } from '@svc/apimachinery';
 import type { Attributes, AuthorizerDecision } from '@svc/authz/client';
 import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
-import { requestIdFrom, requestInfoFrom, userFrom, withAuthorizationState, type RequestAuthorization } from '../context';
+import { addAuditAnnotation, requestIdFrom, requestInfoFrom, userFrom, withAuthorizationState, type RequestAuthorization } from '../context';
 import type { Handler } from './chain';
 import type { RequestInfo } from '../request-info';
 
@@ -86,6 +86,9 @@ export function selectorsOf(info: Pick<RequestInfo, 'verb' | 'query'>): Pick<Att
   return { ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) };
 }
 
+export const DECISION_ANNOTATION = 'authorization.svc.io/decision';
+export const REASON_ANNOTATION = 'authorization.svc.io/reason';
+
 /** Asks authz whether the user may do what the request info says; 403 otherwise. */
 export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Handler {
   return async (req, res) => {
@@ -105,6 +108,9 @@ export function withAuthorization(handler: Handler, authorize: AuthorizeFn): Han
     };
     const requestId = requestIdFrom(req);
     const decision = await authorize(attrs, requestId);
+    // The audit event's annotations, as the original's authorization filter adds them.
+    addAuditAnnotation(req, DECISION_ANNOTATION, decision.decision === 'allow' ? 'allow' : 'forbid');
+    if (decision.reason) addAuditAnnotation(req, REASON_ANNOTATION, decision.reason);
     if (decision.decision !== 'allow') throw forbiddenFor(attrs, decision);
     withAuthorizationState(req, { attributes: attrs, authorize: (other) => authorize(other, requestId) });
     await handler(req, res);

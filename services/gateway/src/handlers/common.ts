@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
 import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
-import { addWarning, authorizationFrom, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { addAuditAnnotation, addWarning, auditRecorderFrom, authorizationFrom, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import { authorizeAsCreate } from '../filters/authorization';
 import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
@@ -87,6 +87,7 @@ export function writeContext(req: Request, r: ResourceRequest): WriteContext {
     fieldManager: fieldManagerOf(req),
     authorizeCreate: () => authorizeAsCreate(authorizationFrom(req)),
     warn: (text) => addWarning(req, text),
+    annotate: (key, value) => addAuditAnnotation(req, key, value),
   };
 }
 
@@ -136,7 +137,11 @@ export async function readBody(req: Request, maxBytes: number): Promise<Buffer> 
       }
       chunks.push(chunk);
     };
-    const onEnd = (): void => finish(undefined, Buffer.concat(chunks));
+    const onEnd = (): void => {
+      const body = Buffer.concat(chunks);
+      auditRecorderFrom(req)?.requestBody(body, req.headers['content-type']);
+      finish(undefined, body);
+    };
     const onError = (err: Error): void => finish(err);
     const onClose = (): void => finish(prematureClose());
     req.on('data', onData);

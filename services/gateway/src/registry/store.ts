@@ -243,6 +243,12 @@ function admittedObject(ctx: WriteContext, name: string, onto: (shown: ApiObject
   }
 }
 
+/** Admission's audit annotations (webhooks' as `<webhook>/<key>`, policies' as `<policy>/<key>`) go to the request's audit event. */
+export function annotateAudit(ctx: WriteContext, annotations: Readonly<Record<string, string>>): void {
+  if (!ctx.annotate) return;
+  for (const [key, value] of Object.entries(annotations)) ctx.annotate(key, value);
+}
+
 interface AdmitExtras {
   /** How a changed object is made valid again (creates and updates). */
   prepare?: Preparation;
@@ -273,6 +279,7 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
   // validates in the same call.
   const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: shown(obj) } : {}) }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
+  annotateAudit(ctx, mutated.auditAnnotations);
   const guard = writeGuardOf(ctx.def);
   if (mutated.validated) {
     if (obj && operation !== 'DELETE') await guard?.(ctx, name, obj);
@@ -281,6 +288,7 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
   const final = mutated.object && obj && prepare ? admittedObject(ctx, name, view ? (v) => view.onto(v, obj) : (v) => v, mutated.object, mutated.mutatedBy, prepare, operation === 'UPDATE') : obj;
   const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: shown(final) } : {}) }, opts);
   for (const w of validated.warnings) ctx.warn(w);
+  annotateAudit(ctx, validated.auditAnnotations);
   if (final && operation !== 'DELETE') await guard?.(ctx, name, final);
   return final;
 }

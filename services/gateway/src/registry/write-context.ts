@@ -38,6 +38,8 @@ export interface WriteContext {
    */
   authorizeCreate(): Promise<void>;
   warn(text: string): void;
+  /** Adds an annotation to the request's audit event (admission's); absent for writes no request made. */
+  annotate?(key: string, value: string): void;
   /** Admission sees the object as this view (a subresource of another kind); absent: as the object itself. */
   admissionView?: AdmissionView;
   now?: Date;

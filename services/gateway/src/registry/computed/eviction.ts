@@ -2,7 +2,7 @@ import { ApiError, isJsonObject, labelSelectorFromObject, rfc3339, type ApiObjec
 import { EVICTION_SCHEMA, POLICY_GROUP } from '@svc/kinds';
 import { parseDeleteOptions } from '../../handlers/delete-options';
 import { parseDryRun, readContext, writeContext, writeDefinition, type ResourceHandler, type ResourceRequest } from '../../handlers/common';
-import { deleteObject, getObject, listObjects, updateObject, type DeleteOptions, type WriteContext } from '../store';
+import { annotateAudit, deleteObject, getObject, listObjects, updateObject, type DeleteOptions, type WriteContext } from '../store';
 import { readReview, respond } from './review-io';
 
 /**
@@ -134,10 +134,12 @@ async function admitEviction(ctx: WriteContext, r: ResourceRequest, eviction: Ap
   const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
   const mutated = await ctx.deps.admission.admit({ ...input, phase: 'mutating-then-validating', object: eviction }, opts);
   for (const w of mutated.warnings) ctx.warn(w);
+  annotateAudit(ctx, mutated.auditAnnotations);
   if (mutated.validated) return eviction;
   const final = mutated.object ?? eviction;
   const validated = await ctx.deps.admission.admit({ ...input, phase: 'validating', object: final }, opts);
   for (const w of validated.warnings) ctx.warn(w);
+  annotateAudit(ctx, validated.auditAnnotations);
   return final;
 }
 
