@@ -208,6 +208,30 @@ export function startLinkedSpan(name: string, link: SpanContext, attributes: Att
   return tracer().startSpan(name, { kind, attributes, links, ...(parent ? {} : { root: true }) }, parent ?? ROOT_CONTEXT);
 }
 
+/**
+ * A server span continuing the trace that an incoming request's W3C headers
+ * name (else a root the sampler decides on); `run` runs work with it active.
+ * Undefined while tracing is off.
+ */
+export function startServerSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): { span: Span; run<T>(fn: () => T): T } | undefined {
+  if (!running) return undefined;
+  const parent = propagation.extract(ROOT_CONTEXT, headers);
+  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  const ctx = trace.setSpan(parent, span);
+  return { span, run: (fn) => context.with(ctx, fn) };
+}
+
+/** The active trace context (to hand to a span started later, e.g. a watch's deliveries). */
+export function activeContext(): Context {
+  return context.active();
+}
+
+/** A span whose parent is `parent` (a context that arrived from elsewhere, such as a write's trace); undefined while tracing is off. */
+export function startSpanUnder(name: string, parent: SpanContext, kind: SpanKind, attributes: Attributes): Span | undefined {
+  if (!running) return undefined;
+  return tracer().startSpan(name, { kind, attributes }, trace.setSpanContext(ROOT_CONTEXT, parent));
+}
+
 /** The W3C headers of `span`'s context (to send where no call hook runs: a bus message). */
 export function carrierOf(span: Span): Record<string, string> {
   const carrier: Record<string, string> = {};
