@@ -1,3 +1,5 @@
+import * as https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { status } from '@grpc/grpc-js';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SamplingDecision } from '@opentelemetry/sdk-trace-base';
@@ -6,6 +8,8 @@ import { traceCarrier } from './grpc';
 import { createLogger } from './logger';
 import { activeTraceId, buildSampler, droppedSpans, flushTracing, inClientSpan, sampledTraceparent, spanContextOf, startTracing, stopTracing, tracer, tracingEnabled } from './tracing';
 import type { TracingSettings } from './tracing-config';
+import { makeTestPki } from './testing/pki';
+import { postJson } from './webhook';
 
 const settings: TracingSettings = {
   serviceName: 'test',
@@ -80,5 +84,37 @@ describe('tracing', () => {
       await stopTracing();
     }
     expect(tracingEnabled()).toBe(false);
+  });
+
+  test('a webhook call is a client span whose traceparent the webhook receives', async () => {
+    const pki = makeTestPki('tracing-webhook-ca');
+    const seen: Array<string | undefined> = [];
+    const server = https.createServer(pki.tlsFor('webhook'), (req, res) => {
+      seen.push(req.headers['traceparent'] as string | undefined);
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const creds = { server: url, ca: Buffer.from(pki.tlsFor('webhook').ca) };
+    const exporter = new InMemorySpanExporter();
+    try {
+      // Off: nothing is sent.
+      await postJson(creds, '{}', 5000, 1024);
+      startTracing(settings, createLogger('test', { level: 'error' }), exporter);
+      const root = tracer().startSpan('request');
+      await context.with(trace.setSpan(context.active(), root), () => postJson(creds, '{}', 5000, 1024));
+      root.end();
+      await flushTracing();
+      const call = exporter.getFinishedSpans().find((s) => s.name === 'POST');
+      expect(call?.kind).toBe(SpanKind.CLIENT);
+      expect(call?.attributes['http.response.status_code']).toBe(200);
+      expect(call?.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
+      expect(seen).toEqual([undefined, `00-${root.spanContext().traceId}-${call?.spanContext().spanId}-01`]);
+    } finally {
+      await stopTracing();
+      server.close();
+      pki.remove();
+    }
   });
 });

@@ -1,7 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
+import { traceCarrier } from './grpc';
 import { KubeconfigError, loadKubeconfig, type Credentials } from './kubeconfig';
+import { inClientSpan } from './tracing';
 
 /**
  * A webhook the server calls (the token review and authorization webhooks):
@@ -52,6 +54,24 @@ export interface WebhookReply {
  * reuses the agent's idle connections.
  */
 export function postJson(creds: Credentials, body: string, timeoutMs: number, maxBytes: number, agent?: https.Agent): Promise<WebhookReply> {
+  // A client span when the call belongs to a trace, active while the request is sent, so its `traceparent` names it.
+  return inClientSpan('POST', webhookSpanAttributes(creds.server), async (span) => {
+    const reply = await post(creds, body, timeoutMs, maxBytes, agent);
+    span?.setAttribute('http.response.status_code', reply.status);
+    return reply;
+  });
+}
+
+function webhookSpanAttributes(server: string): Record<string, string | number> {
+  try {
+    const url = new URL(server);
+    return { 'http.request.method': 'POST', 'server.address': url.hostname, 'server.port': Number(url.port || 443), 'url.full': `${url.origin}${url.pathname}` };
+  } catch {
+    return { 'http.request.method': 'POST' };
+  }
+}
+
+function post(creds: Credentials, body: string, timeoutMs: number, maxBytes: number, agent?: https.Agent): Promise<WebhookReply> {
   return new Promise((resolve, reject) => {
     // One deadline for the whole exchange: an idle timeout alone would let a
     // webhook that trickles its answer hold the caller indefinitely.
@@ -68,7 +88,14 @@ export function postJson(creds: Credentials, body: string, timeoutMs: number, ma
       creds.server,
       {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(creds.token ? { authorization: `Bearer ${creds.token}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          ...(creds.token ? { authorization: `Bearer ${creds.token}` } : {}),
+          // W3C trace context (empty while tracing is off).
+          ...traceCarrier(),
+        },
         ...(creds.ca ? { ca: creds.ca } : {}),
         ...(creds.cert ? { cert: creds.cert } : {}),
         ...(creds.key ? { key: creds.key } : {}),
