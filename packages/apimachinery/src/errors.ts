@@ -84,6 +84,12 @@ export class ApiError extends Error {
    * Status, as the original sends them on failed requests too.
    */
   warnings: string[] = [];
+  /**
+   * Audit annotations the request earned before it was refused (those of
+   * the admission webhooks and policies that ran): they go to the request's
+   * audit event, as the original records them on refused requests too.
+   */
+  auditAnnotations: Record<string, string> = {};
 
   constructor(code: number, reason: StatusReason, message: string, details?: StatusDetails, options?: { cause?: unknown }) {
     super(message, options);

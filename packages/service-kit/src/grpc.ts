@@ -40,17 +40,22 @@ export function grpcCodeOf(apiError: ApiError): grpc.status {
 
 /**
  * The Status a failed call carries between services (JSON): the API Status,
- * with the error's warnings beside it when it has some.
+ * with the error's warnings and audit annotations beside it when it has some.
  */
 export function encodeCallStatus(apiError: ApiError): string {
   const status = apiError.toStatus();
-  return JSON.stringify(apiError.warnings.length > 0 ? { ...status, warnings: apiError.warnings } : status);
+  const annotated = Object.keys(apiError.auditAnnotations).length > 0;
+  if (apiError.warnings.length === 0 && !annotated) return JSON.stringify(status);
+  return JSON.stringify({ ...status, ...(apiError.warnings.length > 0 ? { warnings: apiError.warnings } : {}), ...(annotated ? { auditAnnotations: apiError.auditAnnotations } : {}) });
 }
 
 function decodeCallStatus(json: string): ApiError {
-  const { warnings, ...status } = JSON.parse(json) as Status & { warnings?: unknown };
+  const { warnings, auditAnnotations, ...status } = JSON.parse(json) as Status & { warnings?: unknown; auditAnnotations?: unknown };
   const err = ApiError.fromStatus(status);
   if (Array.isArray(warnings)) err.warnings = warnings.filter((w): w is string => typeof w === 'string');
+  if (typeof auditAnnotations === 'object' && auditAnnotations !== null && !Array.isArray(auditAnnotations)) {
+    for (const [k, v] of Object.entries(auditAnnotations)) if (typeof v === 'string') err.auditAnnotations[k] = v;
+  }
   return err;
 }
 

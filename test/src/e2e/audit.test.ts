@@ -251,6 +251,19 @@ describe('audit', () => {
     expect(event.annotations?.['audit-key-count/key-count']).toBe('2');
     const failures = JSON.parse(event.annotations?.['validation.policy.admission.svc.io/validation_failure'] ?? '[]') as Array<{ message: string; policy: string }>;
     expect(failures).toEqual([expect.objectContaining({ message: 'at most one key', policy: 'audit-key-count' })]);
+
+    // Bound with Deny in one namespace: the refused create's event still has the policy's annotation.
+    expect((await kubectl(['create', 'namespace', 'audit-deny'])).code).toBe(0);
+    const denying = { ...binding, metadata: { name: 'audit-key-count-deny' }, spec: { ...binding.spec, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'svc.io/metadata.name': 'audit-deny' } } } } };
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(denying))).code).toBe(0);
+    const refused = await until(async () => {
+      const res = await adminRequest(env, 'POST', '/api/v1/namespaces/audit-deny/configmaps', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `deny-${++n}` }, data: { a: '1', b: '2', c: '3' } }));
+      return res.status >= 400 ? res : undefined;
+    }, 20000);
+    const [refusedEvent] = await eventsOf(refused.headers['audit-id'] as string);
+    expect(refusedEvent?.responseStatus?.code).toBe(refused.status);
+    expect(refusedEvent?.responseStatus?.message).toContain('at most one key');
+    expect(refusedEvent?.annotations?.['audit-key-count/key-count']).toBe('3');
   });
 
   test('the webhook receives EventList batches of the same events', async () => {

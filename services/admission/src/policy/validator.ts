@@ -308,6 +308,8 @@ export class PolicyValidator {
     if (first) {
       const refusal = refusalError(attrs, first);
       refusal.warnings.push(...outcome.warnings);
+      // The audit annotations of a refused request are recorded too, as the original records them.
+      Object.assign(refusal.auditAnnotations, outcome.auditAnnotations);
       throw refusal;
     }
     return outcome;

@@ -114,6 +114,8 @@ export class RequestAudit implements AuditRecorder {
    */
   failed(err: unknown): void {
     this.error = ApiError.from(err);
+    // Admission's annotations of a refused write travel with its Status.
+    for (const [key, value] of Object.entries(this.error.auditAnnotations)) this.annotate(key, value);
     if (err instanceof ApiError || !this.event || this.done) return;
     this.done = true;
     this.finish();
