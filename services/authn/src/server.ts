@@ -13,6 +13,7 @@ import { loadRequestHeaderCas, requestHeaderAuthenticator } from './request-head
 import { parseTokenFile, tokenFileAuthenticator } from './token-file';
 import { tokenWebhookAuthenticator, type TokenReviewVersion } from './token-webhook';
 import { clientCertificateAuthenticator, parseCaBundle } from './x509';
+import { recordAuthentication } from './authn-metrics';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -172,7 +173,8 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
     authenticate: unary(log, 'Authenticate', async (req: authn.AuthenticateRequest, ctx): Promise<authn.AuthenticateResponse> => {
       const headers: Record<string, string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v.values;
-      return toResponse(logged(await authenticate({ clientCertificateChain: req.clientCertificateChain, headers, path: req.path }, req.audiences), ctx.requestId));
+      const started = performance.now();
+      return toResponse(logged(recordAuthentication(await authenticate({ clientCertificateChain: req.clientCertificateChain, headers, path: req.path }, req.audiences), started), ctx.requestId));
     }),
     reviewToken: unary(log, 'ReviewToken', async (req: authn.ReviewTokenRequest, ctx): Promise<authn.AuthenticateResponse> => {
       if (req.token === '') return toResponse({ authenticated: false, error: 'token is empty' });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { UserInfo } from '@svc/apimachinery';
 import { TtlCache, loadWebhookConfig, postJson, type Logger, type WebhookReply } from '@svc/service-kit';
 import { audienceIntersection, rejected, type MethodOutcome, type TokenAuthenticator } from './methods';
+import { recordTokenCache } from './authn-metrics';
 
 export { loadWebhookConfig };
 
@@ -180,6 +181,7 @@ export function tokenWebhookAuthenticator(opts: TokenWebhookOptions): TokenAuthe
       // The token itself is never a key: only its digest, with the audiences it was asked for.
       const key = createHash('sha256').update(token).update('\0').update(audiences.join('\0')).digest('base64');
       const cached = cache.get(key);
+      if (cache.enabled) recordTokenCache(cached !== undefined);
       if (cached) return cached;
       let pending = inflight.get(key);
       if (!pending) {

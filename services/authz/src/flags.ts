@@ -1,9 +1,10 @@
-import { INTERNAL_TLS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, METRICS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import { AuthorizationConfigError } from './authorizer';
 import type { WebhookAuthorizerOptions } from './webhook-authorizer';
 
 export const AUTHZ_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
+  ...METRICS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7103' },
   'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC, Webhook (system:masters is always allowed); not with --authorization-config', default: 'AlwaysDeny' },
   'authorization-policy-file': { description: 'ABAC policy file (the ABAC mode, and only with it): one JSON Policy per line, abac.authorization.svc.io/v1beta1 or the unversioned form', default: '' },

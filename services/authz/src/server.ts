@@ -11,6 +11,7 @@ import { NodeGraph, NODE_GRAPH_SOURCES } from './node-graph';
 import { nodeAuthorizer } from './node-authorizer';
 import { RBAC_SOURCES, RbacPolicy, uncoveredRules, type PolicyRule } from './rbac';
 import { webhookAuthorizer, type WebhookAuthorizerOptions } from './webhook-authorizer';
+import { recordDecision } from './authz-metrics';
 
 /** Who may call this service (the identities of the internal certificates): the gateway, and admission for the authorizer of CEL expressions. */
 const ALLOWED_CALLERS = ['gateway', 'admission'];
@@ -130,6 +131,7 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       });
       // Which rule or binding decided, for operators (debug level: one line per uncached decision).
       log.debug('decision', { user: req.user?.username ?? '', verb: req.verb, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name, path: req.resourceRequest ? '' : req.path, decision: d.decision, reason: d.reason });
+      recordDecision(d.decision);
       return { decision: DECISION[d.decision], reason: d.reason, evaluationError: '' };
     }),
     rules: unary(log, 'Rules', async (req: authz.RulesRequest): Promise<authz.RulesResponse> => {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CompiledExpression } from '@svc/cel';
 import { TtlCache, loadWebhookConfig, postJson, type Credentials } from '@svc/service-kit';
 import type { Attributes, Authorizer, AuthorizerDecision } from './authorizer';
+import { recordWebhookCache, recordWebhookCall } from './authz-metrics';
 
 /**
  * The Webhook mode (SPEC section 5, `--authorization-webhook-config-file`):
@@ -94,6 +95,7 @@ export function evaluateMatchConditions(conditions: readonly CompiledExpression[
 export function webhookAuthorizer(opts: WebhookAuthorizerOptions): Authorizer {
   const creds = opts.credentials ?? loadWebhookConfig(opts.configFile ?? '');
   const label = opts.name ? `webhook ${opts.name}` : 'webhook';
+  const metricName = opts.name ?? 'webhook';
   const conditions = opts.matchConditions ?? [];
   // A failure is never cached; the policy says whether it denies.
   const failed = (message: string): AuthorizerDecision => ({ decision: opts.failurePolicy === 'Deny' ? 'deny' : 'no-opinion', reason: `${label}: ${message}` });
@@ -110,13 +112,17 @@ export function webhookAuthorizer(opts: WebhookAuthorizerOptions): Authorizer {
     const body = JSON.stringify(reviewOf(attrs, opts.version));
     const key = createHash('sha256').update(body).digest('base64');
     const cached = allowed.get(key) ?? refused.get(key);
+    recordWebhookCache(metricName, cached !== undefined);
     if (cached) return cached;
     let reply;
+    const started = performance.now();
     try {
       reply = await postJson(creds, body, timeoutMs, maxBytes);
     } catch (err) {
+      recordWebhookCall(metricName, /timed? ?out|timeout/i.test((err as Error).message) ? 'timeout' : 'error', started);
       return failed((err as Error).message);
     }
+    recordWebhookCall(metricName, reply.status >= 200 && reply.status < 300 ? 'success' : 'error', started);
     if (reply.status < 200 || reply.status >= 300) return failed(`answered HTTP ${reply.status}`);
     let status: Record<string, unknown> | undefined;
     try {

@@ -1,6 +1,7 @@
-import type { FlagSpecs } from '@svc/service-kit';
+import { METRICS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 
 export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
+  ...METRICS_FLAGS,
   kubeconfig: { description: 'Kubeconfig with the gateway URL and this process\'s credentials', required: true },
   listen: { description: 'HTTP listen address for /healthz, /livez and /readyz (host:port)', default: '127.0.0.1:7110' },
   controllers: {

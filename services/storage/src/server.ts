@@ -3,6 +3,7 @@ import { ApiError } from '@svc/apimachinery';
 import { storage, type common } from '@svc/proto';
 import { CallsServer, createLogger, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
 import { EtcdStore } from './etcd-store';
+import { startObjectCounting } from './object-counts';
 import { etcdTlsOptions, type EtcdTlsFiles } from './etcd-options';
 
 /** Who may call this service (the identities of the internal certificates). */
@@ -19,6 +20,8 @@ export interface StorageConfig {
   requestTimeoutMs?: number;
   /** etcd's --max-request-bytes; larger writes are refused (413) before they are sent. */
   maxRequestBytes?: number;
+  /** How often `apiserver_storage_objects` is counted (default a minute, as the original). */
+  objectCountIntervalMs?: number;
   logger?: Logger;
 }
 
@@ -45,6 +48,7 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
     ...(config.maxRequestBytes !== undefined ? { maxRequestBytes: config.maxRequestBytes } : {}),
     etcdOptions: etcdTlsOptions(config.etcdTls),
   });
+  const counting = startObjectCounting(store.client, log, config.objectCountIntervalMs);
   const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
       const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });
@@ -88,6 +92,7 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
     port: server.port,
     store,
     close: async () => {
+      counting.stop();
       await server.close();
       store.close();
     },

@@ -9,6 +9,7 @@ import { ALL_SUBJECTS, decodeEvent, ensureStream } from './bus';
 import { History } from './history';
 import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 import { Publisher, setResourceVersion } from './publisher';
+import { registerFanoutGauges } from './fanout-metrics';
 
 /** Who may call this service (the identities of the internal certificates): gateways, and authz and admission for the state they follow. */
 const ALLOWED_CALLERS = ['gateway', 'authz', 'admission'];
@@ -89,6 +90,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
 
   const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS, ensureStream: () => ensureStream(jsm, windowMs, maxBytes) });
   publisher.start();
+  const unregisterGauges = registerFanoutGauges({ isLeader: () => publisher.isLeader, historyEvents: () => history.size, historyBytes: () => history.bytes });
   const pruneTimer = setInterval(() => history.prune(), 10_000);
 
   /**
@@ -137,6 +139,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     publisher,
     close: async () => {
       clearInterval(pruneTimer);
+      unregisterGauges();
       await server.close();
       await publisher.stop();
       messages.unsubscribe();

@@ -9,6 +9,7 @@ import { aggregateErrors, asVersion, isAdmissionConfigurationResource, matchedRe
 import { WebhookSource, type CompiledWebhook } from './compile';
 import { WebhookCallError, WebhookIsolatedError, dryRunUnsupported, webhookRejection } from './errors';
 import { DEFAULT_ISOLATION, WebhookIsolation, type IsolationOptions } from './isolation';
+import { recordFailOpen, recordWebhookCall, registerIsolationMetrics } from '../admission-metrics';
 import { sameJson, type ReinvocationState } from './reinvocation-state';
 import { InvalidReviewResponse, admissionReviewRequest, admissionReviewResponse, type AdmissionReviewResponse } from './review';
 
@@ -136,11 +137,13 @@ export class AdmissionWebhooks {
   private readonly post: WebhookPoster;
   private readonly maxResponseBytes: number;
   private readonly equivalents: EquivalentResourceMapper;
+  private readonly unregisterMetrics: () => void;
 
   constructor(private readonly opts: AdmissionWebhooksOptions) {
     this.mutating = new WebhookSource(opts.configurations, 'MutatingWebhookConfiguration');
     this.validating = new WebhookSource(opts.configurations, 'ValidatingWebhookConfiguration');
     this.isolation = new WebhookIsolation({ ...(opts.isolation ?? DEFAULT_ISOLATION), log: opts.log });
+    this.unregisterMetrics = registerIsolationMetrics(this.isolation);
     if (opts.post) {
       this.post = opts.post;
     } else {
@@ -153,6 +156,7 @@ export class AdmissionWebhooks {
 
   /** Closes the kept-alive connections. */
   close(): void {
+    this.unregisterMetrics();
     this.agents?.destroy();
   }
 
@@ -256,6 +260,7 @@ export class AdmissionWebhooks {
       log('admission webhook call failed; going on (failurePolicy Ignore)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
       record.warn(`${failure.message} (ignored: failurePolicy is Ignore)`);
       record.annotate(failedOpenKey, hook.name);
+      recordFailOpen(hook.name, failedOpenKey.startsWith(MUTATION_FAILED_OPEN_PREFIX));
       return;
     }
     log('admission webhook call failed; refusing (failurePolicy Fail)', { configuration: hook.configuration, webhook: hook.name, reason: failure.reason });
@@ -367,6 +372,7 @@ export class AdmissionWebhooks {
     const url = new URL(endpoint.url);
     url.searchParams.set('timeout', `${Math.ceil(hook.timeoutMs / 1000)}s`);
     let response: AdmissionReviewResponse;
+    const called = { name: hook.name, mutating, operation: attrs.operation, started: performance.now(), httpCode: 0 };
     try {
       let reply: WebhookReply;
       try {
@@ -374,6 +380,7 @@ export class AdmissionWebhooks {
       } catch (err) {
         throw new WebhookCallError(hook.name, `failed to call webhook: Post ${JSON.stringify(url.toString())}: ${(err as Error).message}`);
       }
+      called.httpCode = reply.status;
       if (reply.status < 200 || reply.status > 299) throw new WebhookCallError(hook.name, `failed to call webhook: the server responded with the status code ${reply.status}${answerText(reply.body)}`);
       try {
         response = admissionReviewResponse(reply.body, uid, hook.reviewVersion, mutating);
@@ -384,9 +391,11 @@ export class AdmissionWebhooks {
     } catch (err) {
       if (err instanceof WebhookCallError && err.unavailable) this.isolation.failed(hook.isolation);
       else this.isolation.succeeded(hook.isolation);
+      recordWebhookCall({ ...called, failed: true });
       throw err;
     }
     this.isolation.succeeded(hook.isolation);
+    recordWebhookCall(response.allowed ? called : { ...called, rejectedWith: response.status?.code ?? 0 });
     for (const [key, value] of Object.entries(response.auditAnnotations)) record.annotate(`${hook.name}/${key}`, value);
     for (const warning of response.warnings) record.warn(warning);
     return response;

@@ -106,6 +106,17 @@ export class CachedStorage implements ObjectStorage {
     return cache.state === 'ready' ? cache : undefined;
   }
 
+  /** Objects held by each ready cache, by resource as the original's metrics name it (`pods`, `deployments.apps`). */
+  objectCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const cache of this.caches.values()) {
+      if (cache.state !== 'ready') continue;
+      const { group, resource } = cache.resource;
+      counts.set(group ? `${resource}.${group}` : resource, cache.size);
+    }
+    return counts;
+  }
+
   stop(): void {
     this.stopped = true;
     for (const c of this.caches.values()) c.stop();
