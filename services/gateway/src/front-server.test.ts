@@ -1,12 +1,13 @@
 import * as http2 from 'node:http2';
 import * as https from 'node:https';
 import * as tls from 'node:tls';
+import { PassThrough } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import express, { type Express } from 'express';
 import { createLogger } from '@svc/service-kit';
 import { makeTestPki, type TestPki } from '@svc/service-kit/testing/pki';
 import { connectionSocketOf, expressForBothProtocols } from './express-http2';
-import { createFrontServer, type FrontServer, type FrontServerOptions } from './front-server';
+import { createFrontServer, drainBeforeClosing, type FrontServer, type FrontServerOptions } from './front-server';
 
 /**
  * The listening side with a small express app in front: both protocols on
@@ -490,5 +491,42 @@ describe('shutdown', () => {
     front.destroyAll();
     await shutdown;
     await new Promise<void>((resolve) => (session.destroyed ? resolve() : session.once('close', () => resolve())));
+  });
+});
+
+describe('draining a refused connection', () => {
+  const limits = { idleMs: 1000, maxMs: 10_000, maxBytes: 100 };
+  const socket = (): PassThrough => new PassThrough();
+  afterEach(() => jest.useRealTimers());
+
+  test('a client that keeps sending is read for as long as it progresses, then cut off after a pause', () => {
+    jest.useFakeTimers();
+    const s = socket();
+    drainBeforeClosing(s, limits);
+    for (let i = 0; i < 8; i++) {
+      jest.advanceTimersByTime(900);
+      s.write(Buffer.alloc(10));
+    }
+    expect(s.destroyed).toBe(false);
+    jest.advanceTimersByTime(1001);
+    expect(s.destroyed).toBe(true);
+  });
+
+  test('past the byte bound or the overall bound the connection is cut off', () => {
+    jest.useFakeTimers();
+    const big = socket();
+    drainBeforeClosing(big, limits);
+    big.write(Buffer.alloc(60));
+    expect(big.destroyed).toBe(false);
+    big.write(Buffer.alloc(60));
+    expect(big.destroyed).toBe(true);
+
+    const slow = socket();
+    drainBeforeClosing(slow, { ...limits, maxBytes: 1e9 });
+    for (let i = 0; i < 12; i++) {
+      jest.advanceTimersByTime(900);
+      if (!slow.destroyed) slow.write(Buffer.alloc(1));
+    }
+    expect(slow.destroyed).toBe(true);
   });
 });

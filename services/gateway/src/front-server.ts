@@ -108,11 +108,35 @@ function answerOnSocket(socket: Duplex, status: ApiError): void {
   const body = JSON.stringify(status.toStatus());
   const reason = STATUS_CODES[status.code] ?? 'Error';
   socket.end(`HTTP/1.1 ${status.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  // Keep reading what the client still sends (a body behind a refused request
-  // line) so closing does not reset the connection before it reads the
-  // answer; a client that never stops sending is cut off after a while.
+  drainBeforeClosing(socket);
+}
+
+/** A refused connection is read for as long as its client keeps sending, within these bounds. */
+export const DRAIN_LIMITS = { idleMs: 5000, maxMs: 60_000, maxBytes: 16 * 1024 * 1024 };
+
+/**
+ * Keeps reading (and dropping) what the client of a refused connection still
+ * sends, typically a body behind a refused request line, so closing does not
+ * reset the connection before the client has read the answer. A slow upload
+ * on a loaded machine is still drained as long as it progresses; a client
+ * that stops sending for `idleMs`, sends past `maxBytes` or for longer than
+ * `maxMs` is cut off.
+ */
+export function drainBeforeClosing(socket: Duplex, limits = DRAIN_LIMITS): void {
+  let seen = 0;
+  let idle = setTimeout(() => socket.destroy(), limits.idleMs).unref();
+  const deadline = setTimeout(() => socket.destroy(), limits.maxMs).unref();
+  socket.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    clearTimeout(idle);
+    if (seen > limits.maxBytes) socket.destroy();
+    else idle = setTimeout(() => socket.destroy(), limits.idleMs).unref();
+  });
+  socket.once('close', () => {
+    clearTimeout(idle);
+    clearTimeout(deadline);
+  });
   socket.resume();
-  setTimeout(() => socket.destroy(), 5000).unref();
 }
 
 /** A Status as an HTTP/2 response. */

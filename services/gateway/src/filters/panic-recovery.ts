@@ -12,20 +12,25 @@ import { logRequestOnFinish } from './http-log';
  * (http-log.ts), and turns anything thrown below into a Status (never a
  * stack trace).
  */
+/** How long a refused request's body may pause before the connection is given up. */
+const DISCARD_IDLE_MS = 5000;
+
 /**
  * Reads and drops what is left of a refused request's body (at most
- * `limitBytes`, for at most a few seconds), so a client still sending it
- * gets the Status instead of a reset connection; past the bound the
- * connection closes after the answer.
+ * `limitBytes`, for as long as it keeps arriving: a pause of a few seconds
+ * ends it), so a client still sending it gets the Status instead of a reset
+ * connection; past the bound the connection closes after the answer.
  */
 async function discardBody(req: Request, res: Response, limitBytes: number): Promise<void> {
   if (req.complete || req.readableEnded) return;
   let seen = 0;
   const drained = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => done(false), 5000);
+    let timer = setTimeout(() => done(false), DISCARD_IDLE_MS);
     const onData = (chunk: Buffer): void => {
       seen += chunk.length;
+      clearTimeout(timer);
       if (seen > limitBytes) done(false);
+      else timer = setTimeout(() => done(false), DISCARD_IDLE_MS);
     };
     const done = (ok: boolean): void => {
       clearTimeout(timer);
