@@ -61,23 +61,14 @@ function captureResponse(res: Response, audit: RequestAudit): void {
 }
 
 function auditedRequest(req: Request): AuditedRequest {
-  const info = requestInfoFrom(req);
+  // The authorizer's attributes of the request, as the policy is asked about them (the name is the URL's).
+  const { verb, isResourceRequest, path, apiGroup, apiVersion, resource, subresource, namespace, name } = requestInfoFrom(req);
   return {
     auditID: requestIdFrom(req),
     requestURI: req.originalUrl || req.url,
     headers: req.headers,
     remoteAddress: req.socket?.remoteAddress,
-    attributes: {
-      verb: info.verb,
-      isResourceRequest: info.isResourceRequest,
-      path: info.path,
-      apiGroup: info.apiGroup,
-      apiVersion: info.apiVersion,
-      resource: info.resource,
-      subresource: info.subresource,
-      namespace: info.namespace,
-      name: info.name,
-    },
+    attributes: { verb, isResourceRequest, path, apiGroup, apiVersion, resource, subresource, namespace, name },
     currentUser: () => currentUserFrom(req),
     authMethods: () => authMethods(req),
   };
