@@ -1,4 +1,5 @@
 import { apply, trackUpdate } from './field-manager';
+import { applyUpgradingClientSide, encodeLastApplied, LAST_APPLIED_ANNOTATION, TOTAL_ANNOTATION_SIZE_LIMIT } from './last-applied';
 import { MergeError } from './errors';
 import { FieldSet } from './field-set';
 import type { JsonObject, JsonValue } from './json';
@@ -289,5 +290,96 @@ describe('item 3: apply', () => {
     const e = thrown(() => ssa(live, cm({}), 'one'));
     expect(e.reason).toBe('Invalid');
     expect(e.causes[0]?.field).toBe('metadata.managedFields[0].operation');
+  });
+});
+
+const CSA = 'kubectl-client-side-apply';
+
+function config(data: Record<string, string>): JsonObject {
+  return cm({ data });
+}
+
+/** What `kubectl apply` (client-side) creates: the configuration plus its annotation, written as an update by its manager. */
+function clientSideCreated(data: Record<string, string>, extraAnnotations: Record<string, string> = {}, recorded: JsonObject = config(data)): JsonObject {
+  const applied = config(data);
+  const obj: JsonObject = { ...applied, metadata: { ...(applied.metadata as JsonObject), annotations: { ...extraAnnotations, [LAST_APPLIED_ANNOTATION]: encodeLastApplied(recorded) } } };
+  return trackUpdate({ old: undefined, new: obj, manager: CSA, apiVersion: 'v1', now: T0, schema }).object;
+}
+
+function serverSide(live: JsonObject, applied: JsonObject, manager = 'kubectl', now = T1) {
+  return applyUpgradingClientSide({ live, applied, manager, apiVersion: 'v1', now, schema });
+}
+
+function annotation(obj: JsonObject): unknown {
+  return ((obj.metadata as JsonObject).annotations as JsonObject | undefined)?.[LAST_APPLIED_ANNOTATION];
+}
+
+describe('client-side to server-side apply', () => {
+  test('kubectl takes over the fields the annotation records, changing them without a conflict', () => {
+    const live = clientSideCreated({ a: '1', b: '2' });
+    const applied = config({ a: '10', b: '2' });
+    const r = serverSide(live, applied);
+    expect(r.object.data).toEqual({ a: '10', b: '2' });
+    const own = owners(r.object);
+    expect(own['kubectl/Apply']).toEqual(expect.arrayContaining(['.data.a', '.data.b']));
+    expect(own[`${CSA}/Update`]).not.toContain('.data.a');
+    // The annotation now records what was applied, so a later client-side apply patches from it.
+    expect(annotation(r.object)).toBe(encodeLastApplied(applied));
+    expect(JSON.parse(annotation(r.object) as string)).toEqual(applied);
+  });
+
+  test('another manager gets the conflict, and leaves the annotation alone', () => {
+    const live = clientSideCreated({ a: '1' });
+    const e = thrown(() => serverSide(live, config({ a: '10' }), 'my-tool'));
+    expect(e.message).toBe('Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.a');
+    const same = serverSide(live, config({ a: '1' }), 'my-tool');
+    expect(annotation(same.object)).toBe(annotation(live));
+  });
+
+  test('a field whose live value differs from the recorded one still conflicts, and the error names only it', () => {
+    // The annotation records a=1, b=2; the live b is 3 (changed by the same manager without the annotation following).
+    const live = clientSideCreated({ a: '1', b: '3' }, {}, config({ a: '1', b: '2' }));
+    const e = thrown(() => serverSide(live, config({ a: '10', b: '30' })));
+    expect(e.code).toBe(409);
+    expect(e.message).toBe('Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.b');
+    expect(e.conflicts.map((c) => c.field)).toEqual(['.data.b']);
+  });
+
+  test('an annotation of another apiVersion, or not JSON, forgives nothing', () => {
+    const other = clientSideCreated({ a: '1' }, {}, { ...config({ a: '1' }), apiVersion: 'v2' });
+    expect(thrown(() => serverSide(other, config({ a: '10' }))).code).toBe(409);
+    const broken = clientSideCreated({ a: '1' });
+    ((broken.metadata as JsonObject).annotations as JsonObject)[LAST_APPLIED_ANNOTATION] = '{not json';
+    expect(thrown(() => serverSide(broken, config({ a: '10' }))).code).toBe(409);
+  });
+
+  test('without the annotation, kubectl applies like every other manager and adds none', () => {
+    const created = serverSide({}, config({ a: '1' }));
+    expect(annotation(created.object)).toBeUndefined();
+    const plain = trackUpdate({ old: undefined, new: config({ a: '1' }), manager: 'kubectl-create', apiVersion: 'v1', now: T0, schema }).object;
+    expect(thrown(() => serverSide(plain, config({ a: '2' }))).code).toBe(409);
+  });
+
+  test('an annotation that would overflow the annotations size limit is dropped', () => {
+    const big = 'x'.repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 200);
+    const live = clientSideCreated({ a: '1' }, { big });
+    const r = serverSide(live, config({ a: 'y'.repeat(400) }));
+    expect(annotation(r.object)).toBeUndefined();
+    expect(((r.object.metadata as JsonObject).annotations as JsonObject)['big']).toBe(big);
+  });
+
+  test('repeating the same server-side apply changes nothing, managedFields times included', () => {
+    const live = clientSideCreated({ a: '1' });
+    const first = serverSide(live, config({ a: '2' }), 'kubectl', T1);
+    const again = serverSide(first.object, config({ a: '2' }), 'kubectl', T2);
+    expect(again.changed).toBe(false);
+    expect(again.object).toEqual(first.object);
+  });
+
+  test('a second manager applying the same values becomes a co-owner', () => {
+    const live = serverSide({}, config({ a: '1' }), 'one', T0).object;
+    const r = serverSide(live, config({ a: '1' }), 'two', T1);
+    expect(r.changed).toBe(false);
+    expect(owners(r.object)).toEqual({ 'one/Apply': ['.data.a'], 'two/Apply': ['.data.a'] });
   });
 });

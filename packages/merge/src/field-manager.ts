@@ -52,6 +52,12 @@ export interface ApplyOptions {
   subresource?: string;
   /** Fields the request may not set (reset by the kind's strategy): never owned, never in conflict. */
   ignoredFields?: FieldSet;
+  /**
+   * Fields whose conflicts do not stop the apply (see last-applied.ts): when
+   * every conflict is on one of them the apply proceeds as forced; otherwise
+   * the conflict error names only the others.
+   */
+  forgivenConflicts?: FieldSet;
 }
 
 export interface ApplyResult {
@@ -123,7 +129,11 @@ export function apply(options: ApplyOptions): ApplyResult {
     const c = r.fields.intersection(changedFields);
     if (!c.isEmpty()) conflicts.push([r, c]);
   }
-  if (conflicts.length > 0 && !force) throw conflictError(conflicts);
+  if (conflicts.length > 0 && !force) {
+    const { forgivenConflicts } = options;
+    const left = forgivenConflicts ? unforgiven(conflicts, forgivenConflicts) : conflicts;
+    if (left.length > 0) throw conflictError(left);
+  }
 
   for (const [id, r] of next) {
     if (id === applierId) continue;
@@ -277,6 +287,16 @@ function describeManager(r: ManagerRecord): string {
   if (r.subresource) s += ` with subresource ${JSON.stringify(r.subresource)}`;
   if (r.operation === 'Update') s += ` using ${r.apiVersion}`;
   return s;
+}
+
+/** The conflicts on fields not in `forgiven` (a member of `forgiven` covers that exact field only). */
+function unforgiven(conflicts: Array<[ManagerRecord, FieldSet]>, forgiven: FieldSet): Array<[ManagerRecord, FieldSet]> {
+  const left: Array<[ManagerRecord, FieldSet]> = [];
+  for (const [r, set] of conflicts) {
+    const rest = set.difference(forgiven);
+    if (!rest.isEmpty()) left.push([r, rest]);
+  }
+  return left;
 }
 
 function conflictError(conflicts: Array<[ManagerRecord, FieldSet]>): MergeError {

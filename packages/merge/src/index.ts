@@ -17,6 +17,7 @@ export { ANCIENT_CHANGES_MANAGER, DEFAULT_MAX_UPDATE_MANAGERS } from './managed-
 export { OBJECT_META_SCHEMA } from './object-meta';
 export { apply, fieldSetOf, trackUpdate } from './field-manager';
 export type { ApplyOptions, ApplyResult, TrackUpdateOptions, TrackUpdateResult } from './field-manager';
+export { applyUpgradingClientSide, CLIENT_SIDE_UPGRADE_MANAGER, encodeLastApplied, LAST_APPLIED_ANNOTATION, lastAppliedFields } from './last-applied';
 export { strategicMergePatch } from './strategic-merge-patch';
 export { jsonPatch, mergePatch, MAX_JSON_PATCH_OPERATIONS } from './json-patch';
 export type { JsonPatchOperation } from './json-patch';
