@@ -43,9 +43,11 @@ export function isWriteTraceKey(key: Buffer): boolean {
   return key.length === WRITE_TRACE_KEY.length && key.toString('utf8') === WRITE_TRACE_KEY;
 }
 
-/** The traces recorded in one watch response, by revision (empty for the common response with none). */
-export function writeTracesOf(kvs: Iterable<IKeyValue>): Map<number, string> {
-  const traces = new Map<number, string>();
-  for (const kv of kvs) if (isWriteTraceKey(kv.key)) traces.set(Number(kv.mod_revision), kv.value.toString('utf8'));
+/** The traces recorded in one watch response, by revision; undefined for the common response with none (nothing allocated). */
+export function writeTracesOf(events: ReadonlyArray<{ kv: IKeyValue }>): Map<number, string> | undefined {
+  let traces: Map<number, string> | undefined;
+  for (const { kv } of events) {
+    if (isWriteTraceKey(kv.key)) (traces ??= new Map()).set(Number(kv.mod_revision), kv.value.toString('utf8'));
+  }
   return traces;
 }
