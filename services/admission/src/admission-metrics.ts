@@ -1,5 +1,5 @@
 import { processMetrics, type MetricsRegistry } from '@svc/service-kit';
-import type { WebhookIsolation } from './webhook/isolation';
+import type { IsolationStats, WebhookIsolation } from './webhook/isolation';
 
 /**
  * The admission service's metrics, with the original server's names where
@@ -97,12 +97,6 @@ export function recordFailOpen(name: string, mutating: boolean): void {
   metrics().failOpen.labels(name, mutating ? 'admit' : 'validating').inc();
 }
 
-/** The code a refusal's Status carries (0 when none). */
-export function rejectionCode(status: { code?: number } | undefined): number {
-  return status?.code ?? 0;
-}
-
-
 const isolations: WebhookIsolation[] = [];
 let isolationDeclared = false;
 
@@ -111,34 +105,34 @@ export function registerIsolationMetrics(isolation: WebhookIsolation, registry: 
   isolations.push(isolation);
   if (!isolationDeclared) {
     isolationDeclared = true;
-    const stats = () => isolations.flatMap((i) => i.stats());
-    registry.gauge({
-      name: 'apiserver_admission_webhook_isolated',
-      help: 'Whether an admission webhook is isolated after consecutive failed calls (1) or called (0), by configuration and webhook name.',
-      labelNames: ['configuration', 'name'] as const,
-      collect(g) {
-        g.reset();
-        for (const s of stats()) g.labels(s.configuration, s.webhook).set(s.isolated ? 1 : 0);
+    const gauges: Array<{ name: string; help: string; value: (s: IsolationStats) => number }> = [
+      {
+        name: 'apiserver_admission_webhook_isolated',
+        help: 'Whether an admission webhook is isolated after consecutive failed calls (1) or called (0), by configuration and webhook name.',
+        value: (s) => (s.isolated ? 1 : 0),
       },
-    });
-    registry.gauge({
-      name: 'apiserver_admission_webhook_isolations',
-      help: 'How many times an admission webhook was isolated, by configuration and webhook name (since its configuration was last changed).',
-      labelNames: ['configuration', 'name'] as const,
-      collect(g) {
-        g.reset();
-        for (const s of stats()) g.labels(s.configuration, s.webhook).set(s.isolations);
+      {
+        name: 'apiserver_admission_webhook_isolations',
+        help: 'How many times an admission webhook was isolated, by configuration and webhook name (since its configuration was last changed).',
+        value: (s) => s.isolations,
       },
-    });
-    registry.gauge({
-      name: 'apiserver_admission_webhook_isolation_skipped_calls',
-      help: 'Calls not made to an admission webhook because it was isolated (its failurePolicy applied at once), by configuration and webhook name.',
-      labelNames: ['configuration', 'name'] as const,
-      collect(g) {
-        g.reset();
-        for (const s of stats()) g.labels(s.configuration, s.webhook).set(s.skipped);
+      {
+        name: 'apiserver_admission_webhook_isolation_skipped_calls',
+        help: 'Calls not made to an admission webhook because it was isolated (its failurePolicy applied at once), by configuration and webhook name.',
+        value: (s) => s.skipped,
       },
-    });
+    ];
+    for (const { name, help, value } of gauges) {
+      registry.gauge({
+        name,
+        help,
+        labelNames: ['configuration', 'name'] as const,
+        collect(g) {
+          g.reset();
+          for (const s of isolations.flatMap((i) => i.stats())) g.labels(s.configuration, s.webhook).set(value(s));
+        },
+      });
+    }
   }
   return () => {
     const i = isolations.indexOf(isolation);
