@@ -79,13 +79,14 @@ describe('aggregated discovery documents', () => {
     expect(token).toEqual({ subresource: 'token', responseKind: { group: 'authentication.svc.io', version: 'v1', kind: 'TokenRequest' }, verbs: ['create'] });
   });
 
-  test('/apis: the groups and versions of the legacy /apis in its order, upstream names last, each version with its legacy resources', () => {
+  test('/apis: the groups and versions of the legacy /apis in its order, upstream names last (RBAC first), each version with its legacy resources', () => {
     const groups = discoveryGroups(registry, 'named');
     const legacy = withUpstreamGroupNames(apiGroupList(registry)).groups;
     expect(groups.map((g) => g.metadata.name)).toEqual(legacy.map((g) => g.name));
     expect(groups.map((g) => g.versions.map((v) => v.version))).toEqual(legacy.map((g) => g.versions.map((v) => v.version)));
     const names = groups.map((g) => g.metadata.name ?? '');
-    expect(names.indexOf('rbac.authorization.k8s.io')).toBeGreaterThan(Math.max(...names.filter((n) => n.endsWith('.svc.io')).map((n) => names.indexOf(n))));
+    expect(names.indexOf('coordination.k8s.io')).toBeGreaterThan(Math.max(...names.filter((n) => n.endsWith('.svc.io')).map((n) => names.indexOf(n))));
+    expect(names.indexOf('rbac.authorization.k8s.io')).toBe(names.indexOf('rbac.authorization.svc.io') - 1);
     for (const group of groups) {
       const name = group.metadata.name ?? '';
       const ours = name.endsWith('.k8s.io') ? name.replace(/\.k8s\.io$/, '.svc.io') : name;

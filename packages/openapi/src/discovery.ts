@@ -150,21 +150,32 @@ export function apiGroupList(registry: ResourceRegistry): ApiGroupList {
  * its upstream name, after all of ours (clients prefer the groups listed first, so a resource
  * named without a group resolves to ours). Requests through an upstream name are served as ours,
  * and answers name the group the client used.
+ *
+ * One group is listed under its upstream name first: RBAC. kubectl's typed RBAC commands
+ * (`kubectl set subject rolebinding|clusterrolebinding`) resolve the bare resource name through
+ * discovery and then decode the object with the types compiled into kubectl, which know only
+ * `rbac.authorization.k8s.io`; with our name preferred they fail ("no kind is registered").
+ * Preferring the upstream name makes every kubectl RBAC command work unchanged; the objects are the
+ * same either way, and our name stays served and listed.
  */
+const UPSTREAM_NAME_PREFERRED = new Set(['rbac.authorization.svc.io']);
 
 function renamedGroup(group: ApiGroup, name: string): ApiGroup {
   const rename = (v: GroupVersionForDiscovery): GroupVersionForDiscovery => ({ groupVersion: `${name}/${v.version}`, version: v.version });
   return { ...group, name, versions: group.versions.map(rename), preferredVersion: rename(group.preferredVersion) };
 }
 
-/** `/apis` with every `*.svc.io` group listed a second time under its upstream name, last. */
+/** `/apis` with every `*.svc.io` group listed a second time under its upstream name: last, or just before ours where the upstream name is preferred. */
 export function withUpstreamGroupNames(list: ApiGroupList): ApiGroupList {
+  const groups: ApiGroup[] = [];
   const aliases: ApiGroup[] = [];
   for (const group of list.groups) {
     const upstream = upstreamGroupName(group.name);
-    if (upstream) aliases.push(renamedGroup(group, upstream));
+    if (upstream && UPSTREAM_NAME_PREFERRED.has(group.name)) groups.push(renamedGroup(group, upstream));
+    else if (upstream) aliases.push(renamedGroup(group, upstream));
+    groups.push(group);
   }
-  return { ...list, groups: [...list.groups, ...aliases] };
+  return { ...list, groups: [...groups, ...aliases] };
 }
 
 /** A group's document, or a group version's resource list, under the name the client asked for. */

@@ -307,10 +307,15 @@ describe('discovery documents', () => {
     expect(byName.get('configmaps')?.storageVersionHash).toMatch(/^[A-Za-z0-9+/]{11}=$/);
   });
 
-  it('lists our svc.io groups a second time under their upstream names, after ours, without short names or categories', () => {
+  it('lists our svc.io groups a second time under their upstream names, after ours (RBAC just before ours), without short names or categories', () => {
     const list = withUpstreamGroupNames(apiGroupList(registry));
     const names = list.groups.map((g) => g.name);
-    expect(names.slice(0, apiGroupList(registry).groups.length)).toEqual(apiGroupList(registry).groups.map((g) => g.name));
+    const ours = apiGroupList(registry).groups.map((g) => g.name);
+    // kubectl's typed RBAC commands need the upstream name preferred; every other group keeps ours first.
+    const rbac = ours.indexOf('rbac.authorization.svc.io');
+    expect(names.slice(0, ours.length + 1)).toEqual([...ours.slice(0, rbac), 'rbac.authorization.k8s.io', ...ours.slice(rbac)]);
+    expect(names.indexOf('coordination.k8s.io')).toBeGreaterThan(ours.length);
+    expect(names.filter((n) => n === 'rbac.authorization.k8s.io')).toHaveLength(1);
     expect(names).toEqual(expect.arrayContaining(['rbac.authorization.k8s.io', 'apiextensions.k8s.io', 'coordination.k8s.io']));
     const alias = list.groups.find((g) => g.name === 'rbac.authorization.k8s.io');
     expect(alias?.preferredVersion).toEqual({ groupVersion: 'rbac.authorization.k8s.io/v1', version: 'v1' });

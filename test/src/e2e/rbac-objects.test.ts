@@ -70,9 +70,26 @@ describe('RBAC objects', () => {
     const stored = await adminRequest(env, 'GET', '/apis/rbac.authorization.svc.io/v1/namespaces/default/roles/upstream-manifest');
     expect(stored.status).toBe(200);
     expect(stored.json()).toMatchObject({ apiVersion: 'rbac.authorization.svc.io/v1', rules: [{ verbs: ['get', 'list'] }] });
-    // A resource named without a group resolves to ours, and short names do not warn about the second listing.
+    // RBAC resources named without a group resolve to the upstream name, which kubectl's typed RBAC commands need; nothing warns about the second listing.
     const listed = await kubectl(['get', 'roles', '-o', 'name']);
     expect(listed.stderr).toBe('');
-    expect(listed.stdout).toContain('role.rbac.authorization.svc.io/upstream-manifest');
+    expect(listed.stdout).toContain('role.rbac.authorization.k8s.io/upstream-manifest');
+    expect((await kubectl(['get', 'roles.rbac.authorization.svc.io', '-o', 'name'])).stdout).toContain('role.rbac.authorization.svc.io/upstream-manifest');
+  });
+
+  test('kubectl set subject works on both binding kinds, as kubectl sends it', async () => {
+    expect((await kubectl(['create', 'clusterrolebinding', 'subject-target', '--clusterrole=view', '--user=first'])).code).toBe(0);
+    const cluster = await kubectl(['set', 'subject', 'clusterrolebinding', 'subject-target', '--user=second', '--group=readers']);
+    expect([cluster.code, cluster.stderr, cluster.stdout.trim()]).toEqual([0, '', 'clusterrolebinding.rbac.authorization.k8s.io/subject-target subjects updated']);
+    expect((await kubectl(['create', 'rolebinding', 'subject-target', '--clusterrole=view', '--user=first'])).code).toBe(0);
+    const namespaced = await kubectl(['set', 'subject', 'rolebinding', 'subject-target', '--serviceaccount=default:robot']);
+    expect([namespaced.code, namespaced.stderr]).toEqual([0, '']);
+    const stored = await adminRequest(env, 'GET', '/apis/rbac.authorization.svc.io/v1/clusterrolebindings/subject-target');
+    expect((stored.json() as { subjects: Array<{ kind: string; name: string }> }).subjects.map((s) => `${s.kind}:${s.name}`)).toEqual(['User:first', 'User:second', 'Group:readers']);
+    const binding = await adminRequest(env, 'GET', '/apis/rbac.authorization.svc.io/v1/namespaces/default/rolebindings/subject-target');
+    expect((binding.json() as { subjects: Array<{ kind: string; name: string; namespace?: string }> }).subjects).toEqual([
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'first' },
+      { kind: 'ServiceAccount', name: 'robot', namespace: 'default' },
+    ]);
   });
 });
