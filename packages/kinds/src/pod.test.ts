@@ -70,6 +70,37 @@ describe('pod defaults', () => {
   });
 });
 
+describe('serviceAccount, the deprecated alias of serviceAccountName', () => {
+  const containers = [{ name: 'app', image: 'nginx' }];
+  const specOf = (spec: Record<string, unknown>): Record<string, unknown> => created({ containers, ...spec })['spec'] as Record<string, unknown>;
+
+  it.each([
+    ['only the name', { serviceAccountName: 'builder' }, 'builder'],
+    ['only the alias', { serviceAccount: 'builder' }, 'builder'],
+    ['both, the name winning', { serviceAccountName: 'builder', serviceAccount: 'other' }, 'builder'],
+  ])('%s: both show the account', (_what, given, account) => {
+    const spec = specOf(given);
+    expect([spec['serviceAccountName'], spec['serviceAccount']]).toEqual([account, account]);
+  });
+
+  it('neither set: neither appears', () => {
+    const spec = specOf({ serviceAccount: '' });
+    expect(['serviceAccountName' in spec, 'serviceAccount' in spec]).toEqual([false, false]);
+  });
+
+  it('a replace naming only serviceAccountName is no change to a pod that shows both', () => {
+    const old = created({ containers, serviceAccountName: 'builder' });
+    const { serviceAccount: _alias, ...spec } = old['spec'] as Record<string, unknown>;
+    const replaced: ApiObject = { ...old, spec: { ...spec } };
+    strategy.prepareForUpdate?.(replaced, old);
+    strategy.applyDefaults?.(replaced);
+    expect(strategy.validateUpdate?.(replaced, old)).toEqual([]);
+    const renamed: ApiObject = { ...old, spec: { ...spec, serviceAccountName: 'other' } };
+    strategy.applyDefaults?.(renamed);
+    expect(fields(strategy.validateUpdate?.(renamed, old) ?? [])).toEqual(['spec']);
+  });
+});
+
 describe('pod status handling', () => {
   it('starts Pending with a QoS class, whatever status the client sent', () => {
     const obj = newPod({ containers: [{ name: 'a', image: 'x' }] }, { status: { phase: 'Running', podIP: '10.0.0.1' } });

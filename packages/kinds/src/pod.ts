@@ -91,9 +91,25 @@ function defaultVolume(volume: Fields): void {
   }
 }
 
+/**
+ * The deprecated `serviceAccount` is an alias of `serviceAccountName`, as
+ * the original's conversion keeps it: the name is taken from the alias when
+ * only the alias is set, and the alias always shows the name (absent when
+ * there is none), so a manifest naming either one describes the same pod.
+ */
+export function mirrorServiceAccount(spec: Fields): void {
+  const name = spec['serviceAccountName'];
+  const alias = spec['serviceAccount'];
+  if ((name === undefined || name === null || name === '') && typeof alias === 'string' && alias !== '') spec['serviceAccountName'] = alias;
+  const effective = spec['serviceAccountName'];
+  if (typeof effective === 'string' && effective !== '') spec['serviceAccount'] = effective;
+  else delete spec['serviceAccount'];
+}
+
 export function applyPodDefaults(obj: ApiObject): void {
   const spec = asRecord(obj['spec']);
   if (!spec) return;
+  mirrorServiceAccount(spec);
   setDefault(spec, 'restartPolicy', 'Always');
   setDefault(spec, 'dnsPolicy', 'ClusterFirst');
   setDefault(spec, 'terminationGracePeriodSeconds', 30);
