@@ -39,8 +39,12 @@ const PACKAGES: Record<string, string> = {
   'apidiscovery.k8s.io/v2beta1': 'svc.api.apidiscovery.v2',
 };
 
-/** Kinds of the meta group that any group/version may return (errors). */
-const META_KINDS: Record<string, string> = { Status: 'svc.api.meta.v1.Status' };
+/**
+ * Kinds of the meta group that any group/version may carry: errors, and the
+ * DeleteOptions of a DELETE body (clients encode it in the group/version of
+ * the resource they delete; its message is the one an Eviction embeds).
+ */
+const META_KINDS: Record<string, string> = { Status: 'svc.api.meta.v1.Status', DeleteOptions: 'svc.api.policy.v1.DeleteOptions' };
 
 /**
  * The binary representation of built-in kinds: a 4-byte prefix, then the

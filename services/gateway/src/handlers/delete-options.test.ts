@@ -1,4 +1,5 @@
 import { ApiError } from '@svc/apimachinery';
+import { ProtobufObjectCodec } from '@svc/protobuf-codec';
 import { parseDeleteOptions } from './delete-options';
 
 type Query = Record<string, string[]>;
@@ -90,5 +91,46 @@ describe('DeleteOptions', () => {
     expect(err.code).toBe(400);
     expect(err.reason).toBe('BadRequest');
     expect(err.message).toMatch(message);
+  });
+});
+
+describe('DeleteOptions in every body media type', () => {
+  const codec = new ProtobufObjectCodec();
+  const none = (): string[] => [];
+
+  test('protobuf, in the group/version of the resource deleted (kubectl drain)', () => {
+    const body = Buffer.from(codec.encode({ apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 30, propagationPolicy: 'Background', preconditions: { uid: 'u' }, dryRun: ['All'] }));
+    expect(parseDeleteOptions(none, body, { contentType: 'application/vnd.kubernetes.protobuf', protobuf: codec })).toEqual({
+      dryRun: true,
+      gracePeriodSeconds: 30,
+      propagationPolicy: 'Background',
+      preconditions: { uid: 'u' },
+    });
+    const policy = Buffer.from(codec.encode({ apiVersion: 'policy/v1', kind: 'DeleteOptions', orphanDependents: true }));
+    expect(parseDeleteOptions(none, policy, { contentType: 'application/vnd.svc.protobuf', protobuf: codec })).toEqual({ dryRun: false, orphanDependents: true });
+  });
+
+  test('YAML', () => {
+    expect(parseDeleteOptions(none, Buffer.from('propagationPolicy: Foreground\n'), { contentType: 'application/yaml' })).toEqual({ dryRun: false, propagationPolicy: 'Foreground' });
+  });
+
+  test('the original checks apply to a protobuf body too', () => {
+    const body = Buffer.from(codec.encode({ apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Sideways' }));
+    expect(() => parseDeleteOptions(none, body, { contentType: 'application/vnd.kubernetes.protobuf', protobuf: codec })).toThrow(/^propagationPolicy "Sideways" is invalid/);
+  });
+
+  test.each([
+    ['another kind in protobuf', () => Buffer.from(codec.encode({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } })), 'application/vnd.kubernetes.protobuf', 400, /^the object provided is unrecognized \(must be of type DeleteOptions\): ConfigMap/],
+    ['protobuf without the prefix', () => Buffer.from('{}'), 'application/vnd.kubernetes.protobuf', 400, /4-byte prefix/],
+    ['an unknown media type', () => Buffer.from('{}'), 'text/plain', 415, /^the body of the request was in an unknown format/],
+  ])('%s is refused', (_name, body, contentType, code, message) => {
+    let err: unknown;
+    try {
+      parseDeleteOptions(none, body(), { contentType, protobuf: codec });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ApiError);
+    expect([(err as ApiError).code, (err as ApiError).message]).toEqual([code, expect.stringMatching(message)]);
   });
 });

@@ -1,5 +1,5 @@
 import { ApiError, isJsonObject, type StatusCause } from '@svc/apimachinery';
-import { parseJson } from '../negotiation';
+import { mediaTypeOf, parseJson, parseYaml, PROTOBUF_TYPES, JSON_TYPE, YAML_TYPE, type ProtobufCodec } from '../negotiation';
 import { parseBoolParam } from '../query-bool';
 import { INT64_MAX, INT64_MIN, firstValue, int64NumberParam, safeNumber } from '../query-params';
 import type { DeleteOptions } from '../registry/store';
@@ -18,6 +18,10 @@ import { dryRunOf } from './common';
  * `gracePeriodSeconds` is accepted: kinds that delete gracefully (pods)
  * honour it, the others ignore it as the original does. A negative one is
  * read as 1, as the original reads it, not refused.
+ *
+ * The body is read in any media type a write accepts: JSON (also when no
+ * Content-Type is sent), YAML, and protobuf (`kubectl drain` sends its
+ * DeleteOptions so); another type is 415.
  */
 
 export const PROPAGATION_POLICIES = ['Orphan', 'Background', 'Foreground'] as const;
@@ -42,8 +46,26 @@ interface BodyOptions {
   dryRun?: string[];
 }
 
-function bodyOptions(body: Buffer): BodyOptions {
-  const parsed = parseJson(body);
+/** How the body is encoded: its Content-Type, and the protobuf codec when the server has one. */
+export interface BodyMedia {
+  contentType?: string | undefined;
+  protobuf?: ProtobufCodec | undefined;
+}
+
+const YAML_TYPES = [YAML_TYPE, 'application/x-yaml', 'text/yaml'];
+
+function decodeOptionsBody(body: Buffer, media: BodyMedia): unknown {
+  const type = mediaTypeOf(media.contentType);
+  if (type === '' || type === JSON_TYPE) return parseJson(body);
+  if (YAML_TYPES.includes(type)) return parseYaml(body);
+  if (!PROTOBUF_TYPES.includes(type) || !media.protobuf) throw ApiError.unsupportedMediaType(type);
+  const decoded = media.protobuf.decode(body);
+  if (decoded.kind !== 'DeleteOptions') throw ApiError.badRequest(`the object provided is unrecognized (must be of type DeleteOptions): ${String(decoded.kind)} in version "${String(decoded.apiVersion)}"`);
+  return decoded;
+}
+
+function bodyOptions(body: Buffer, media: BodyMedia): BodyOptions {
+  const parsed = decodeOptionsBody(body, media);
   if (!isJsonObject(parsed)) throw ApiError.badRequest('DeleteOptions must be a JSON object');
   const out: BodyOptions = {};
   const set = (v: unknown): boolean => v !== undefined && v !== null;
@@ -86,12 +108,12 @@ function bodyOptions(body: Buffer): BodyOptions {
  * The options of a delete: `queryValues(name)` gives a query parameter's
  * values (none when absent), `body` is the request body (empty for none).
  */
-export function parseDeleteOptions(queryValues: (name: string) => readonly string[], body: Buffer): DeleteOptions {
+export function parseDeleteOptions(queryValues: (name: string) => readonly string[], body: Buffer, media: BodyMedia = {}): DeleteOptions {
   // Every value is converted, the query's too where the body overrides it: a wrong one is never passed over.
   const queryDryRun = dryRunOf([...queryValues('dryRun')]);
   const queryGrace = int64NumberParam(queryValues('gracePeriodSeconds'), 'gracePeriodSeconds');
   const queryOrphan = queryValues('orphanDependents');
-  const fromBody = body.length > 0 ? bodyOptions(body) : {};
+  const fromBody = body.length > 0 ? bodyOptions(body, media) : {};
   const bodyDryRun = fromBody.dryRun !== undefined && dryRunOf(fromBody.dryRun);
 
   const propagationPolicy = fromBody.propagationPolicy ?? firstValue(queryValues('propagationPolicy'));

@@ -6,11 +6,12 @@ import { deleteCollection, deleteObject, type DeleteOptions } from '../registry/
 import { listReadOptions } from './list';
 import { outputFormat, readBody, writeContext, type ResourceRequest } from './common';
 import { parseDeleteOptions } from './delete-options';
+import type { ProtobufCodec } from '../negotiation';
 
 /** The request's DeleteOptions: see delete-options.ts for what is read, checked and refused. */
-async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOptions> {
+async function deleteOptions(req: Request, maxBytes: number, protobuf: ProtobufCodec | undefined): Promise<DeleteOptions> {
   const body = await readBody(req, maxBytes);
-  return parseDeleteOptions((name) => queryValues(req, name), body);
+  return parseDeleteOptions((name) => queryValues(req, name), body, { contentType: req.headers['content-type'], protobuf });
 }
 
 /**
@@ -21,7 +22,7 @@ async function deleteOptions(req: Request, maxBytes: number): Promise<DeleteOpti
  */
 export async function handleDelete(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
-  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
+  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes, r.deps.protobuf);
   const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
   const outcome = await deleteObject(ctx, r.info.name, options);
   if (!outcome.removed || r.def.returnDeletedObject) {
@@ -35,7 +36,7 @@ export async function handleDelete(req: Request, res: Response, r: ResourceReque
 /** DELETE of a collection: every matching object, answered with the list of what was deleted. */
 export async function handleDeleteCollection(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
-  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes);
+  const options = await deleteOptions(req, r.deps.limits.maxBodyBytes, r.deps.protobuf);
   const ctx = { ...writeContext(req, r), dryRun: options.dryRun === true };
   const deleted = await deleteCollection(ctx, listReadOptions(req), options);
   writeBody(req, res, 200, { apiVersion: groupVersion(r.def), kind: r.def.listKind, metadata: { resourceVersion: String(deleted.revision) }, items: deleted.items }, format, r.deps.protobuf);
