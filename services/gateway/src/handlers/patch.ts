@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { ApiError, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
-import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
+import { applyUpgradingClientSide, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { createObject, updateObject, type ComputedWrite } from '../registry/store';
@@ -68,7 +68,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
         next = strategicMergePatch(current, patch, r.def.schema);
         break;
       default: {
-        const applied = apply({ live: current, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema, subresource: r.info.subresource });
+        const applied = applyUpgradingClientSide({ live: current, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema, subresource: r.info.subresource });
         next = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), managedFields: applied.managedFields } };
       }
     }
@@ -93,7 +93,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   } catch (err) {
     if (!(err instanceof MissingForApply)) throw err;
     // Server-side apply of a missing object creates it.
-    const applied = apply({ live: undefined, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema });
+    const applied = applyUpgradingClientSide({ live: undefined, applied: patch, manager: fieldManager, force, apiVersion: groupVersion(r.def), now, schema: r.def.schema });
     const obj = { ...applied.object, metadata: { ...((applied.object['metadata'] as object | undefined) ?? {}), managedFields: applied.managedFields } } as ApiObject;
     const created = await createObject(ctx, obj, r.info.name);
     writeBody(req, res, 201, created.object, format, r.deps.protobuf);
