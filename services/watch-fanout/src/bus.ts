@@ -12,6 +12,8 @@ export const STREAM_NAME = 'SVC_CHANGES';
 export const SUBJECT_PREFIX = 'svc.changes';
 export const ALL_SUBJECTS = `${SUBJECT_PREFIX}.>`;
 export const PROGRESS_SUBJECT = `${SUBJECT_PREFIX}._progress._`;
+/** The message header carrying the W3C trace context of the write behind a change. */
+export const TRACEPARENT_HEADER = 'traceparent';
 
 export function subjectFor(key: string): string {
   const parsed = parseObjectKey(key);
@@ -95,11 +97,13 @@ export class AckedPublisher {
   }
 
   /** Publishes now (the write is batched with others in the same tick); resolves with the stream's acknowledgement. */
-  publish(subject: string, data: Uint8Array, msgId: string, expectedLastSequence: number): Promise<PublishAck> {
+  publish(subject: string, data: Uint8Array, msgId: string, expectedLastSequence: number, traceparent?: string): Promise<PublishAck> {
     const token = this.next++;
     const h = headers();
     h.set('Nats-Msg-Id', msgId);
     h.set('Nats-Expected-Last-Sequence', String(expectedLastSequence));
+    // The trace of the write that made the change (write-trace.ts in storage), for the gateways' deliveries.
+    if (traceparent) h.set(TRACEPARENT_HEADER, traceparent);
     return new Promise<PublishAck>((resolve, reject) => {
       this.awaiting.set(token, { resolve, reject, sentAt: Date.now() });
       try {

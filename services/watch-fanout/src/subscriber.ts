@@ -1,7 +1,7 @@
 import { connect, type NatsConnection, type Subscription } from 'nats';
 import { watch } from '@svc/proto';
-import type { Logger } from '@svc/service-kit';
-import { ALL_SUBJECTS, decodeEvent } from './bus';
+import { tracingEnabled, type Logger } from '@svc/service-kit';
+import { ALL_SUBJECTS, TRACEPARENT_HEADER, decodeEvent } from './bus';
 import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
 
 /**
@@ -10,7 +10,8 @@ import { natsConnectOptions, type NatsTlsFiles } from './nats-options';
  * Delivery on the bus is at most once; listeners detect gaps through
  * `prev_revision` and fill them with a catch-up.
  */
-export type ChangeListener = (event: watch.ChangeEvent) => void;
+/** `traceparent`: the trace of the write behind the change, when it was traced and this process traces. */
+export type ChangeListener = (event: watch.ChangeEvent, traceparent?: string) => void;
 
 export class ChangeSubscriber {
   private readonly listeners = new Set<ChangeListener>();
@@ -37,7 +38,9 @@ export class ChangeSubscriber {
           log.error('undecodable bus message', { err: decodeErr });
           return;
         }
-        for (const l of subscriber.listeners) l(event);
+        // Headers are decoded only while tracing is on.
+        const traceparent = tracingEnabled() && msg.headers ? msg.headers.get(TRACEPARENT_HEADER) || undefined : undefined;
+        for (const l of subscriber.listeners) l(event, traceparent);
       },
     });
     return subscriber;
