@@ -224,3 +224,33 @@ export function startWatchRecorder(def: { group: string; version: string; plural
     },
   };
 }
+
+/** Children bound once, for the per-request cache and authentication records below. */
+let bound: ReturnType<typeof bindAuthMetrics> | undefined;
+
+function bindAuthMetrics() {
+  const m = gatewayMetrics();
+  return {
+    authnCache: { hit: m.authenticationCache.labels('hit'), miss: m.authenticationCache.labels('miss') },
+    authzCache: { hit: m.authorizationCache.labels('hit'), miss: m.authorizationCache.labels('miss') },
+    authnDuration: { success: m.authenticationDuration.labels('success'), failure: m.authenticationDuration.labels('failure') },
+  };
+}
+
+/** A lookup of the gateway's authentication cache (requests with credentials). */
+export function recordAuthenticationCache(hit: boolean): void {
+  const b = (bound ??= bindAuthMetrics());
+  (hit ? b.authnCache.hit : b.authnCache.miss).inc();
+}
+
+/** An authentication asked of authn (not answered from the cache), which started at `started` (performance.now()). */
+export function recordAuthenticationDuration(authenticated: boolean, started: number): void {
+  const b = (bound ??= bindAuthMetrics());
+  (authenticated ? b.authnDuration.success : b.authnDuration.failure).observe((performance.now() - started) / 1000);
+}
+
+/** A lookup of the gateway's authorization decision cache. */
+export function recordAuthorizationCache(hit: boolean): void {
+  const b = (bound ??= bindAuthMetrics());
+  (hit ? b.authzCache.hit : b.authzCache.miss).inc();
+}

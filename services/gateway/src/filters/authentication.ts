@@ -6,6 +6,7 @@ import type { GatewayDeps } from '../backends';
 import { connectionSocketOf } from '../express-http2';
 import { requestIdFrom, requestInfoFrom, withUser } from '../context';
 import type { Handler } from './chain';
+import { recordAuthenticationCache, recordAuthenticationDuration } from '../apiserver-metrics';
 
 /** Headers that carry credentials; only these (and the configured proxy headers) are sent to authn. */
 const CREDENTIAL_HEADERS = /^(authorization|impersonate-.*|x-remote-.*)$/;
@@ -95,6 +96,7 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
     const chain = presentedChain(connectionSocketOf(req) as TLSSocket);
     const key = cache.enabled ? cacheKey(chain, headers) : undefined;
     let user = key === undefined ? undefined : cache.get(key);
+    if (key !== undefined) recordAuthenticationCache(user !== undefined);
     if (!user) {
       const ask = async (): Promise<UserInfo | undefined> => {
         const outcome = await deps.authn.authenticate(
@@ -117,7 +119,9 @@ export function withAuthentication(handler: Handler, deps: GatewayDeps): Handler
           );
         }
       }
+      const started = performance.now();
       user = await pending;
+      recordAuthenticationDuration(user !== undefined, started);
       if (!user) throw ApiError.unauthorized();
     }
     withUser(req, user);

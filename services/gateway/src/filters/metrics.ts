@@ -154,12 +154,22 @@ export function withRequestMetrics(handler: Handler, registry: ResourceRegistry,
   };
 }
 
+/** Children bound once: the attempts by result, and requests by the few user names reported. */
+let attempts: { success: { inc(): void }; failure: { inc(): void }; byUser: Map<string, { inc(): void }> } | undefined;
+
 function recordAuthentication(m: GatewayMetrics, user: UserInfo | undefined, code: number): void {
+  attempts ??= { success: m.authenticationAttempts.labels('success'), failure: m.authenticationAttempts.labels('failure'), byUser: new Map() };
   if (user) {
-    m.authenticationAttempts.labels('success').inc();
-    m.authenticatedUserRequests.labels(compressUsername(user.username)).inc();
+    attempts.success.inc();
+    const name = compressUsername(user.username);
+    let byUser = attempts.byUser.get(name);
+    if (!byUser) {
+      byUser = m.authenticatedUserRequests.labels(name);
+      attempts.byUser.set(name, byUser);
+    }
+    byUser.inc();
   } else if (code === 401) {
-    m.authenticationAttempts.labels('failure').inc();
+    attempts.failure.inc();
   }
 }
 
