@@ -122,7 +122,7 @@ async function createSecret(namespace, name, files) {
 }
 
 /** What each consumer may read, by file name, from the paths made above. */
-function consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf) {
+function consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf, monitoring) {
   const files = {};
   for (const identity of INTERNAL_IDENTITIES) {
     const own = internal.identities[identity];
@@ -132,6 +132,8 @@ function consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsCon
   Object.assign(files.authn, { 'client-ca.crt': pki.caCert, 'service-account.key': pki.serviceAccountKey });
   files.nats['nats.conf'] = natsConf;
   files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig, 'rbac-bootstrap.kubeconfig': bootstrapKubeconfig };
+  // Prometheus: the gateway's CA and a client certificate in system:monitoring, which may read /metrics and nothing else.
+  files.prometheus = { 'client-ca.crt': pki.caCert, 'monitoring.crt': monitoring.cert, 'monitoring.key': monitoring.key };
   return files;
 }
 
@@ -179,7 +181,8 @@ async function main() {
   // The NATS server reads its certificates where its consumer set is mounted (/pki in both deployments).
   const natsConf = path.join(pki.dir, 'nats.conf');
   fs.writeFileSync(natsConf, natsServerConfig({ listen: '0.0.0.0:4222', httpPort: 8222, storeDir: '/data', tls: { caFile: '/pki/internal-ca.crt', certFile: '/pki/tls.crt', keyFile: '/pki/tls.key' } }));
-  const files = consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf);
+  const monitoring = clientIdentity('prometheus', 'svc-prometheus', ['system:monitoring']);
+  const files = consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf, monitoring);
   process.stdout.write(`pki: ${pki.dir} holds the CAs, serving.crt (${hosts.join(', ')}), admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer}) and the internal certificates of ${INTERNAL_IDENTITIES.join(', ')}\n`);
   if (flags['export-dir']) {
     exportFiles(path.resolve(flags['export-dir']), files);
