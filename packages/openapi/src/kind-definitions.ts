@@ -1,6 +1,7 @@
 import type { JsonObject, ResourceDefinition } from '@svc/apimachinery';
 import { listDefinitionName, metaName } from './names';
 import { convertSchema, describedRef, refTo, setExtension, type Dialect } from './schema-convert';
+import { customResourceSchemaV2, openAtRootV2 } from './custom-resource-v2';
 
 /**
  * The definitions of one kind: the object (its registry schema, with
@@ -15,8 +16,16 @@ function gvk(group: string, version: string, kind: string): JsonObject {
   return { group, kind, version };
 }
 
-export function kindDefinition(def: Pick<ResourceDefinition, 'schema' | 'kind' | 'group' | 'version'>, dialect: Dialect): JsonObject {
-  const out = convertSchema(def.schema, dialect);
+export function kindDefinition(def: Pick<ResourceDefinition, 'schema' | 'kind' | 'group' | 'version' | 'decoding'>, dialect: Dialect): JsonObject {
+  // Custom resources (the kinds decoded unstructured) are published in v2 as the original publishes them.
+  const customV2 = dialect.openApiVersion === 2 && def.decoding === 'unstructured';
+  if (customV2 && openAtRootV2(def.schema)) {
+    const open: JsonObject = { type: 'object' };
+    if (def.schema.description !== undefined) open['description'] = def.schema.description;
+    setExtension(open, 'x-svc-group-version-kind', [gvk(def.group, def.version, def.kind)]);
+    return open;
+  }
+  const out = convertSchema(customV2 ? customResourceSchemaV2(def.schema) : def.schema, dialect);
   if (out['type'] === undefined) out['type'] = 'object';
   if (out['description'] === undefined) out['description'] = `${def.kind} (${def.group ? `${def.group}/` : ''}${def.version}).`;
   const declared = out['properties'];

@@ -100,6 +100,37 @@ describe('custom resources end to end', () => {
     expect((await kubectl(['get', 'all', '-n', 'default', '-o', 'name'])).code).toBe(0);
   });
 
+  test('kubectl apply of a List of objects whose kind preserves unknown fields at its root (default validation): published open in v2, as the original does', async () => {
+    const crd = `apiVersion: apiextensions.svc.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: freeforms.tools.example.org
+spec:
+  group: tools.example.org
+  scope: Namespaced
+  names: {plural: freeforms, singular: freeform, kind: FreeForm}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+`;
+    expect((await kubectl(['apply', '-f', '-'], crd)).code).toBe(0);
+    expect((await kubectl(['wait', '--for=condition=Established', '--timeout=20s', 'crd/freeforms.tools.example.org'])).code).toBe(0);
+    await until(async () => ((await http('GET', '/apis/tools.example.org/v1/freeforms')).status === 200 ? true : undefined), 10_000);
+    const v2 = (await http('GET', '/openapi/v2')).json() as { definitions: Record<string, { properties?: unknown; type?: string }> };
+    const definition = Object.entries(v2.definitions).find(([name]) => name.endsWith('.v1.FreeForm'))?.[1];
+    expect(definition).toMatchObject({ type: 'object' });
+    expect(definition?.properties).toBeUndefined();
+    const list = 'apiVersion: v1\nkind: List\nitems:\n- apiVersion: tools.example.org/v1\n  kind: FreeForm\n  metadata:\n    name: f1\n  spec:\n    anything: [1, 2]\n- apiVersion: tools.example.org/v1\n  kind: FreeForm\n  metadata:\n    name: f2\n  spec:\n    nested: {deep: true}\n';
+    const applied = await kubectl(['apply', '-f', '-'], list);
+    expect([applied.code, applied.stderr, applied.stdout.trim().split('\n')]).toEqual([0, '', ['freeform.tools.example.org/f1 created', 'freeform.tools.example.org/f2 created']]);
+    expect((await http('GET', '/apis/tools.example.org/v1/namespaces/default/freeforms/f2')).json()).toMatchObject({ spec: { nested: { deep: true } } });
+  });
+
   test('a definition created through one gateway is served by the other within a second', async () => {
     const crd = (await http('GET', '/apis/apiextensions.svc.io/v1/customresourcedefinitions/widgets.example.com')).json();
     const second = { ...env, url: env.urls[1] as string };
