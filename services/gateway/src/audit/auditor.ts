@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/service-kit';
-import { DropCounter } from './drops';
+import { DropCounter, countGenerated } from './drops';
 import { RotatingFileWriter, StdoutWriter } from './log-backend';
 import { loadPolicyFile, type PolicyEvaluator } from './policy';
 import type { AuditBackend } from './types';
@@ -30,6 +30,7 @@ export class Auditor {
 
   /** Hands one event (as JSON) to every backend; none of them waits. */
   emit(eventJson: string): void {
+    countGenerated();
     for (const backend of this.backends) backend.write(eventJson);
   }
 

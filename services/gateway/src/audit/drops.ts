@@ -7,6 +7,17 @@ import type { Logger } from '@svc/service-kit';
  * interval, with the number dropped since its last warning.
  */
 const dropped = new Map<string, number>();
+let generated = 0;
+
+/** Events generated and handed to the backends since the process started (the original's apiserver_audit_event_total). */
+export function auditEventsGenerated(): number {
+  return generated;
+}
+
+/** Counts one event handed to the backends. */
+export function countGenerated(): void {
+  generated++;
+}
 
 /** Events dropped since the process started, in total or by one backend (`log`, `webhook`). */
 export function droppedAuditEvents(backend?: string): number {

@@ -5,9 +5,9 @@ import type { AuditBackend } from './types';
 
 /**
  * The log backend (`--audit-log-path`): one JSON event per line, written
- * off the request path. Lines wait in a bounded queue for the next write (at
- * most one write is under way); past the bound an event is dropped and
- * counted. The file rotates as the original server's (lumberjack) does: a
+ * after the request's turn of the event loop: the lines of one turn wait in
+ * a bounded queue and leave in one write; past the bound an event is
+ * dropped and counted. The file rotates as the original server's (lumberjack) does: a
  * write that would take it past `maxBytes` first renames it to
  * `<name>-<UTC timestamp><ext>` (`audit-2026-11-27T07-33-03.123.log`) and
  * starts a new one; then only the newest `maxBackups` backups are kept
@@ -82,29 +82,30 @@ export class RotatingFileWriter implements AuditBackend {
     return new Promise((resolve) => this.flushed.push(resolve));
   }
 
+  /**
+   * Writes what the turn queued in one synchronous write (into the page
+   * cache: cheaper than handing each small write to the thread pool, which
+   * costs several times the write itself; the original's log backend writes
+   * synchronously too).
+   */
   private writeQueued(): void {
-    if (this.queue.length === 0) {
-      this.writing = false;
-      const waiting = this.flushed;
-      this.flushed = [];
-      for (const resolve of waiting) resolve();
-      return;
-    }
     const lines = this.queue;
     this.queue = [];
-    const data = Buffer.from(lines.join('\n') + '\n');
-    try {
-      if (this.size > 0 && this.size + data.length > this.maxBytes) this.rotate();
-    } catch (err) {
-      this.drops.drop(lines.length, `the log could not rotate: ${(err as Error).message}`);
-      setImmediate(() => this.writeQueued());
-      return;
+    this.writing = false;
+    if (lines.length > 0) {
+      const data = Buffer.from(lines.join('\n') + '\n');
+      try {
+        if (this.size > 0 && this.size + data.length > this.maxBytes) this.rotate();
+        let offset = 0;
+        while (offset < data.length) offset += fs.writeSync(this.fd, data, offset, data.length - offset);
+        this.size += data.length;
+      } catch (err) {
+        this.drops.drop(lines.length, `the log could not be written: ${(err as Error).message}`);
+      }
     }
-    fs.write(this.fd, data, 0, data.length, null, (err, written) => {
-      if (err) this.drops.drop(lines.length, `the log could not be written: ${err.message}`);
-      else this.size += written;
-      this.writeQueued();
-    });
+    const waiting = this.flushed;
+    this.flushed = [];
+    for (const resolve of waiting) resolve();
   }
 
   private rotate(): void {

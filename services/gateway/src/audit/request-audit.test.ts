@@ -2,6 +2,7 @@ import { ApiError, type UserInfo } from '@svc/apimachinery';
 import { Auditor } from './auditor';
 import { compilePolicy, type Policy } from './policy';
 import { RequestAudit, type AuditedRequest } from './request-audit';
+import { auditEventsGenerated } from './drops';
 import { formatMicros, sourceIPs } from './event';
 import type { AuditBackend, AuditEvent } from './types';
 
@@ -68,8 +69,10 @@ describe('audit events of a request', () => {
     s.audit.annotate('authorization.svc.io/decision', 'forbid');
     s.res.statusCode = 201;
     s.audit.responseChunk(Buffer.from(JSON.stringify({ ...body, metadata: { ...body.metadata, uid: 'x1' } })));
+    const generated = auditEventsGenerated();
     s.audit.complete();
     s.audit.complete();
+    expect(auditEventsGenerated() - generated).toBe(1);
     expect(s.events.map((e) => e.stage)).toEqual(['RequestReceived', 'ResponseComplete']);
     const [received, complete] = s.events as [AuditEvent, AuditEvent];
     expect(received.requestReceivedTimestamp).toMatch(MICRO_TIME);

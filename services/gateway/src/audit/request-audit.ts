@@ -55,11 +55,6 @@ export class RequestAudit implements AuditRecorder {
     private readonly res: AuditedResponse,
   ) {}
 
-  /** The level decided for the request ('None' until it is decided). */
-  get level(): RequestAuditConfig['level'] {
-    return this.config?.level ?? 'None';
-  }
-
   begin(user: UserInfo): void {
     if (this.config) return;
     this.requester = user;
