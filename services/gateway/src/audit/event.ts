@@ -9,25 +9,34 @@ import type { AuditUser, ObjectReference } from './types';
  */
 
 // Wall-clock time with microseconds: the monotonic clock from an anchor,
-// taken again every minute so the two cannot drift apart.
+// taken again every minute so the two cannot drift apart. Microseconds
+// since the epoch fit a double exactly (below 2^53 until the year 2255).
 let anchorMs = Date.now();
-let anchorNs = process.hrtime.bigint();
-const REANCHOR_NS = 60_000_000_000n;
+let anchorMonoMs = performance.now();
+const REANCHOR_MS = 60_000;
 
 /** Microseconds since the epoch. */
-export function nowMicros(): bigint {
-  const ns = process.hrtime.bigint();
-  if (ns - anchorNs > REANCHOR_NS) {
+export function nowMicros(): number {
+  const mono = performance.now();
+  if (mono - anchorMonoMs > REANCHOR_MS) {
     anchorMs = Date.now();
-    anchorNs = ns;
+    anchorMonoMs = mono;
   }
-  return BigInt(anchorMs) * 1000n + (ns - anchorNs) / 1000n;
+  return Math.floor((anchorMs + (mono - anchorMonoMs)) * 1000);
 }
 
+// The text of the last second formatted: events of one second share it.
+let formattedSecond = -1;
+let formattedPrefix = '';
+
 /** `2026-11-27T07:33:03.123456Z` (metav1.MicroTime's form). */
-export function formatMicros(us: bigint): string {
-  const iso = new Date(Number(us / 1000n)).toISOString();
-  return `${iso.slice(0, 19)}.${String(us % 1_000_000n).padStart(6, '0')}Z`;
+export function formatMicros(us: number): string {
+  const second = Math.floor(us / 1_000_000);
+  if (second !== formattedSecond) {
+    formattedPrefix = new Date(second * 1000).toISOString().slice(0, 19);
+    formattedSecond = second;
+  }
+  return `${formattedPrefix}.${String(us - second * 1_000_000).padStart(6, '0')}Z`;
 }
 
 const MAX_USER_AGENT = 1024;

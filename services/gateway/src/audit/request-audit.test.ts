@@ -202,6 +202,8 @@ describe('audit events of a request', () => {
   });
 
   test('times have microseconds', () => {
-    expect(formatMicros(1_764_228_783_123_456n)).toBe('2025-11-27T07:33:03.123456Z');
+    expect(formatMicros(1_764_228_783_123_456)).toBe('2025-11-27T07:33:03.123456Z');
+    expect(formatMicros(1_764_228_783_000_007)).toBe('2025-11-27T07:33:03.000007Z');
+    expect(formatMicros(1_764_228_784_999_999)).toBe('2025-11-27T07:33:04.999999Z');
   });
 });
