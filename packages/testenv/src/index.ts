@@ -9,6 +9,7 @@ export { etcdBinary, natsBinary } from './binaries';
 export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, type NatsInstance, type NatsServerConfigOptions, type ServerTlsFiles } from './backends';
 export { ensurePki, ensureInternalPki, ensureServingCertificate, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
 export { startEnvironment, SERVICE_ACCOUNT_ISSUER, DEFAULT_AUTHORIZATION_MODE, type Environment, type EnvironmentOptions, type AuditEnvironmentOptions } from './environment';
+export { encryptionConfigText, ensureEncryptionConfig, newEncryptionKey, writeEncryptionConfig, ENCRYPTION_CONFIG_FILE, type EncryptionEnvironmentOptions } from './encryption';
 export { installCrds, readCrdDocuments, readDocuments, type AdminTls } from './crds';
 export {
   installWebhooks,
