@@ -70,6 +70,10 @@ export class EncryptionAtRest implements ValueTransformer {
     return this.current.fromStorage(etcdKey, stored);
   }
 
+  stale(group: string, resource: string, stored: Buffer): boolean {
+    return this.current.stale(group, resource, stored);
+  }
+
   close(): void {
     this.watch?.close();
     this.watch = undefined;

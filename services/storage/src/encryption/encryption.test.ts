@@ -215,3 +215,20 @@ describe('automatic reload', () => {
     expect(() => new EncryptionAtRest({ file: '/nonexistent/enc.yaml', automaticReload: false, log: createLogger('storage', { write: () => undefined }) })).toThrow(/\/nonexistent\/enc\.yaml: cannot be read/);
   });
 });
+
+describe('stale values', () => {
+  test('a value not written by the first key of its resource is stale, so an unchanged update rewrites it', () => {
+    const a = { name: 'a', secret: key() };
+    const b = { name: 'b', secret: key() };
+    const old = transformer([{ aesgcm: { keys: [a] } }]);
+    const rotated = transformer([{ aesgcm: { keys: [b, a] } }, { identity: {} }]);
+    const byA = old.toStorage('', 'secrets', Buffer.from(KEY), PLAIN);
+    expect(old.stale('', 'secrets', byA)).toBe(false);
+    expect(rotated.stale('', 'secrets', byA)).toBe(true);
+    expect(rotated.stale('', 'secrets', rotated.toStorage('', 'secrets', Buffer.from(KEY), PLAIN))).toBe(false);
+    // Plain text where the configuration encrypts, and encrypted where it no longer does.
+    expect(rotated.stale('', 'secrets', PLAIN)).toBe(true);
+    expect(rotated.stale('', 'configmaps', PLAIN)).toBe(false);
+    expect(PLAIN_TRANSFORMER.stale('', 'secrets', byA)).toBe(true);
+  });
+});

@@ -18,6 +18,12 @@ export interface ValueTransformer {
   toStorage(group: string, resource: string, etcdKey: Buffer, plain: Buffer): Buffer;
   /** The plain value of what etcd holds at `etcdKey`; throws ValueTransformError. */
   fromStorage(etcdKey: Buffer | string, stored: Buffer): Buffer;
+  /**
+   * Whether a stored value is not as the configuration would write it now
+   * (another key or provider wrote it): an unchanged update rewrites it, as
+   * the original's storage writes a stale value even when nothing changed.
+   */
+  stale(group: string, resource: string, stored: Buffer): boolean;
 }
 
 /** A stored value that cannot be read: names the etcd key and the encryption key. */
@@ -98,6 +104,12 @@ export class ConfiguredTransformer implements ValueTransformer {
     const writer = this.chain(group, resource)?.writer;
     if (!writer) return plain;
     return Buffer.concat([writer.prefix, writer.encrypt(plain, etcdKey)]);
+  }
+
+  stale(group: string, resource: string, stored: Buffer): boolean {
+    const writer = this.chain(group, resource)?.writer;
+    if (!writer) return isEncrypted(stored);
+    return stored.length < writer.prefix.length || stored.compare(writer.prefix, 0, writer.prefix.length, 0, writer.prefix.length) !== 0;
   }
 
   fromStorage(etcdKey: Buffer | string, stored: Buffer): Buffer {
