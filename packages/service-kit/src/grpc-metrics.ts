@@ -1,6 +1,5 @@
-import type { Counter, Histogram } from 'prom-client';
 import { addCallObserver, type CallDescription, type CallObservation } from './call-hooks';
-import type { MetricsRegistry } from './metrics';
+import type { CounterChild, FastCounter, FastHistogram, HistogramChild, MetricsRegistry } from './metrics';
 
 /**
  * gRPC server and client metrics for every internal call, named and labelled
@@ -44,9 +43,9 @@ type Label = (typeof LABELS)[number];
 type CodeLabel = (typeof CODE_LABELS)[number];
 
 interface SideMetrics {
-  started: Counter<Label>;
-  handled: Counter<CodeLabel>;
-  handling: Histogram<Label>;
+  started: FastCounter<Label>;
+  handled: FastCounter<CodeLabel>;
+  handling: FastHistogram<Label>;
 }
 
 function declareSide(registry: MetricsRegistry, side: 'server' | 'client'): SideMetrics {
@@ -72,10 +71,10 @@ function declareSide(registry: MetricsRegistry, side: 'server' | 'client'): Side
 
 /** A method's children, bound once: a call then costs two increments and an observation. */
 interface MethodMetrics {
-  started: { inc(): void };
-  handling: { observe(value: number): void };
-  byCode: Map<number, { inc(): void }>;
-  handled: Counter<CodeLabel>;
+  started: CounterChild;
+  handling: HistogramChild;
+  byCode: Map<number, CounterChild>;
+  handled: FastCounter<CodeLabel>;
   labels: [string, string, string];
 }
 

@@ -109,7 +109,7 @@ describe('gRPC metrics', () => {
     expect(out).toContain('grpc_client_handled_total{grpc_service="authz",grpc_method="Authorize",grpc_type="unary",grpc_code="Unavailable"} 1');
     expect(out).toContain('grpc_server_handled_total{grpc_service="watch-fanout",grpc_method="Watch",grpc_type="server_stream",grpc_code="Canceled"} 1');
     expect(out).toContain('grpc_server_handling_seconds_count{grpc_service="storage",grpc_method="Get",grpc_type="unary"} 2');
-    expect(out).toContain('grpc_client_handling_seconds_bucket{le="0.005",grpc_service="authz",grpc_method="Authorize",grpc_type="unary"}');
+    expect(out).toContain('grpc_client_handling_seconds_bucket{grpc_service="authz",grpc_method="Authorize",grpc_type="unary",le="0.005"} ');
   });
 });
 

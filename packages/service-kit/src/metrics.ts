@@ -61,7 +61,155 @@ export interface GaugeOptions<L extends string> extends MetricOptions<L> {
   collect?: (gauge: prom.Gauge<L>) => void | Promise<void>;
 }
 
-type AnyMetric = prom.Metric<string>;
+type AnyMetric = prom.Metric<string> | FastMetric;
+
+/** One labelled series of a counter. */
+export interface CounterChild {
+  inc(value?: number): void;
+}
+
+/** One labelled series of a histogram. */
+export interface HistogramChild {
+  observe(value: number): void;
+}
+
+/** A metric as the registry reads it at scrape time (prom-client's shape). */
+interface RenderedMetric {
+  name: string;
+  help: string;
+  type: string;
+  aggregator: string;
+  values: Array<{ labels: Record<string, string | number>; value: number; metricName?: string }>;
+}
+
+interface FastMetric {
+  readonly name: string;
+  get(): Promise<RenderedMetric>;
+}
+
+/** A child's key: its label values joined by a character no value holds in practice. */
+function seriesKey(values: readonly string[]): string {
+  return values.length === 1 ? (values[0] as string) : values.join('\u0000');
+}
+
+function labelObject(names: readonly string[], values: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (let i = 0; i < names.length; i++) labels[names[i] as string] = values[i] ?? '';
+  return labels;
+}
+
+/**
+ * A counter whose series are bound once and then cost an addition: the
+ * request path counts with these (prom-client's own counters hash and
+ * validate their labels on every increment). Rendered by prom-client's
+ * registry like any of its metrics.
+ */
+export class FastCounter<L extends string = string> implements FastMetric, CounterChild {
+  private readonly series = new Map<string, { labels: Record<string, string>; value: number }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly L[],
+  ) {}
+
+  /** The series of these label values (in the declared order), created at 0 on first use. */
+  labels(...values: string[]): CounterChild {
+    const key = seriesKey(values);
+    let s = this.series.get(key);
+    if (!s) {
+      if (values.length !== this.labelNames.length) throw new Error(`metric ${this.name}: ${this.labelNames.length} label values expected, got ${values.length}`);
+      s = { labels: labelObject(this.labelNames, values), value: 0 };
+      this.series.set(key, s);
+    }
+    const series = s;
+    return {
+      inc(value = 1) {
+        series.value += value;
+      },
+    };
+  }
+
+  /** The series without labels. */
+  inc(value = 1): void {
+    this.labels().inc(value);
+  }
+
+  async get(): Promise<RenderedMetric> {
+    return {
+      name: this.name,
+      help: this.help,
+      type: 'counter',
+      aggregator: 'sum',
+      values: [...this.series.values()].map((s) => ({ labels: s.labels, value: s.value })),
+    };
+  }
+}
+
+interface HistogramSeries {
+  labels: Record<string, string>;
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** A histogram whose series are bound once; an observation finds its bucket and adds (see FastCounter). */
+export class FastHistogram<L extends string = string> implements FastMetric, HistogramChild {
+  private readonly series = new Map<string, HistogramSeries>();
+  private readonly bounds: readonly number[];
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly L[],
+    buckets: readonly number[],
+  ) {
+    this.bounds = [...buckets].sort((a, b) => a - b);
+  }
+
+  labels(...values: string[]): HistogramChild {
+    const key = seriesKey(values);
+    let s = this.series.get(key);
+    if (!s) {
+      if (values.length !== this.labelNames.length) throw new Error(`metric ${this.name}: ${this.labelNames.length} label values expected, got ${values.length}`);
+      s = { labels: labelObject(this.labelNames, values), counts: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    const series = s;
+    const bounds = this.bounds;
+    return {
+      observe(value: number) {
+        series.sum += value;
+        series.count++;
+        for (let i = 0; i < bounds.length; i++) {
+          if (value <= (bounds[i] as number)) {
+            series.counts[i] = (series.counts[i] as number) + 1;
+            return;
+          }
+        }
+      },
+    };
+  }
+
+  observe(value: number): void {
+    this.labels().observe(value);
+  }
+
+  async get(): Promise<RenderedMetric> {
+    const values: RenderedMetric['values'] = [];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        cumulative += s.counts[i] as number;
+        values.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le: this.bounds[i] as number }, value: cumulative });
+      }
+      values.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: s.count });
+      values.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });
+      values.push({ metricName: `${this.name}_count`, labels: s.labels, value: s.count });
+    }
+    return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
+  }
+}
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8';
@@ -86,13 +234,11 @@ export class MetricsRegistry {
   /** Registers every hidden metric (declared before or after), as `--show-hidden-metrics-for-version` asks. */
   enableShowHidden(): void {
     this.showHidden = true;
-    for (const metric of this.hidden.splice(0)) this.registry.registerMetric(metric);
+    for (const metric of this.hidden.splice(0)) this.registry.registerMetric(metric as prom.Metric<string>);
   }
 
-  counter<L extends string>(options: MetricOptions<L>): prom.Counter<L> {
-    const help = this.describe(options);
-    const counter = new prom.Counter<L>({ name: options.name, help, labelNames: options.labelNames ?? [], registers: [] });
-    return this.place(counter, options);
+  counter<L extends string>(options: MetricOptions<L>): FastCounter<L> {
+    return this.place(new FastCounter<L>(options.name, this.describe(options), options.labelNames ?? []), options);
   }
 
   gauge<L extends string>(options: GaugeOptions<L>): prom.Gauge<L> {
@@ -108,10 +254,8 @@ export class MetricsRegistry {
     return this.place(gauge, options);
   }
 
-  histogram<L extends string>(options: HistogramOptions<L>): prom.Histogram<L> {
-    const help = this.describe(options);
-    const histogram = new prom.Histogram<L>({ name: options.name, help, labelNames: options.labelNames ?? [], buckets: [...options.buckets], registers: [] });
-    return this.place(histogram, options);
+  histogram<L extends string>(options: HistogramOptions<L>): FastHistogram<L> {
+    return this.place(new FastHistogram<L>(options.name, this.describe(options), options.labelNames ?? [], options.buckets), options);
   }
 
   /** Process and Node runtime metrics (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `nodejs_*`...), once. */
@@ -154,7 +298,7 @@ export class MetricsRegistry {
 
   private place<M extends AnyMetric>(metric: M, options: MetricOptions<string>): M {
     if (this.isHidden(options)) this.hidden.push(metric);
-    else this.registry.registerMetric(metric);
+    else this.registry.registerMetric(metric as prom.Metric<string>);
     return metric;
   }
 }
@@ -182,15 +326,14 @@ function formatValue(value: number): string {
  */
 async function renderOpenMetrics(registry: prom.Registry): Promise<string> {
   const out: string[] = [];
-  const metrics = await Promise.all(registry.getMetricsAsArray().map((m) => (m as unknown as { get(): Promise<prom.MetricObjectWithValues<prom.MetricValue<string>>> }).get()));
+  const metrics = await Promise.all(registry.getMetricsAsArray().map((m) => (m as unknown as FastMetric).get()));
   for (const metric of metrics) {
     const isCounter = String(metric.type) === 'counter';
     const family = isCounter ? metric.name.replace(/_total$/, '') : metric.name;
     out.push(`# HELP ${family} ${escapeHelp(metric.help)}`, `# TYPE ${family} ${metric.type}`);
     for (const sample of metric.values) {
-      const named = sample as prom.MetricValueWithName<string>;
-      const name = named.metricName ?? (isCounter ? `${family}_total` : metric.name);
-      const labels = Object.entries(sample.labels as Record<string, string | number>)
+      const name = sample.metricName ?? (isCounter ? `${family}_total` : metric.name);
+      const labels = Object.entries(sample.labels)
         .filter(([, v]) => v !== undefined)
         .map(([k, v]) => `${k}="${escapeLabel(String(v))}"`);
       out.push(`${name}${labels.length ? `{${labels.join(',')}}` : ''} ${formatValue(sample.value)}`);
