@@ -15,6 +15,8 @@ interface RequestState {
   user?: UserInfo;
   authorization?: RequestAuthorization;
   warnings: string[];
+  /** The trace id of the request's server span (only when tracing is on). */
+  traceId?: string;
   audit?: AuditRecorder;
 }
 
@@ -131,4 +133,13 @@ const NO_QUERY = new URLSearchParams();
 /** The values of a query parameter as the request-info filter parsed them (none before it ran). */
 export function queryValues(req: Request, name: string): string[] {
   return (states.get(req)?.info?.query ?? NO_QUERY).getAll(name);
+}
+
+export function withTraceId(req: Request, traceId: string): void {
+  state(req).traceId = traceId;
+}
+
+/** The trace id of the request's server span; undefined when tracing is off (for logging). */
+export function traceIdFrom(req: Request): string | undefined {
+  return states.get(req)?.traceId;
 }

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { currentUserFrom, logFrom, parsedRequestInfoFrom } from '../context';
+import { currentUserFrom, logFrom, parsedRequestInfoFrom, traceIdFrom } from '../context';
 
 /**
  * The request log: one info-level line per request once its answer is
@@ -19,6 +19,7 @@ export function logRequestOnFinish(req: Request, res: Response, started: bigint)
     const info = parsedRequestInfoFrom(req);
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const user = currentUserFrom(req);
+    const traceId = traceIdFrom(req);
     const fields = {
       verb: info?.verb ?? req.method.toLowerCase(),
       method: req.method,
@@ -30,6 +31,8 @@ export function logRequestOnFinish(req: Request, res: Response, started: bigint)
       protocol: `HTTP/${req.httpVersion}`,
       userAgent: (req.headers['user-agent'] ?? '').slice(0, 256),
       srcIP: req.socket.remoteAddress ?? '',
+      // The request's trace (when tracing is on), to find its spans from the log line.
+      ...(traceId ? { traceId } : {}),
     };
     const probe = info !== undefined && !info.isResourceRequest && PROBE_PATHS.has(info.segments[0] ?? '');
     if (probe) logFrom(req).debug('HTTP', fields);
