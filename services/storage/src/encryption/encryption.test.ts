@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { createLogger, type FileWatchTimers } from '@svc/service-kit';
 import { EncryptionConfigError, parseEncryptionConfig } from './config';
 import { EncryptionAtRest } from './at-rest';
-import { ConfiguredTransformer, PLAIN_TRANSFORMER, ValueTransformError } from './transformer';
+import { ConfiguredTransformer, MAX_CACHED_RESOURCES, PLAIN_TRANSFORMER, ValueTransformError } from './transformer';
 
 const key = (bytes = 32): string => randomBytes(bytes).toString('base64');
 const KEY = '/registry/secrets/default/s1';
@@ -230,5 +230,16 @@ describe('stale values', () => {
     expect(rotated.stale('', 'secrets', PLAIN)).toBe(true);
     expect(rotated.stale('', 'configmaps', PLAIN)).toBe(false);
     expect(PLAIN_TRANSFORMER.stale('', 'secrets', byA)).toBe(true);
+  });
+});
+
+describe('the memory of resources', () => {
+  test('is bounded: past MAX_CACHED_RESOURCES it starts again, and answers stay right', () => {
+    const t = transformer([{ aesgcm: { keys: [{ name: 'k', secret: key() }] } }], ['secrets', '*.apps']);
+    for (let i = 0; i < MAX_CACHED_RESOURCES + 10; i++) expect(t.encrypts('', `kind${i}`)).toBe(false);
+    expect(t.cachedResources).toBeLessThanOrEqual(MAX_CACHED_RESOURCES);
+    expect(t.encrypts('', 'secrets')).toBe(true);
+    expect(t.encrypts('apps', 'deployments')).toBe(true);
+    expect(t.cachedResources).toBeLessThanOrEqual(MAX_CACHED_RESOURCES);
   });
 });

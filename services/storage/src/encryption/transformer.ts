@@ -73,7 +73,7 @@ function chainOf(providers: Provider[], resources: string[]): Chain {
 }
 
 /** Most group/resource pairs whose provider list is remembered (the API's resources are far fewer). */
-const MAX_CACHED_RESOURCES = 4096;
+export const MAX_CACHED_RESOURCES = 4096;
 
 export class ConfiguredTransformer implements ValueTransformer {
   private readonly entries: { resources: string[]; chain: Chain }[];
@@ -93,6 +93,11 @@ export class ConfiguredTransformer implements ValueTransformer {
       this.cache.set(id, c);
     }
     return c ?? undefined;
+  }
+
+  /** How many group/resources' provider lists are remembered (at most MAX_CACHED_RESOURCES). */
+  get cachedResources(): number {
+    return this.cache.size;
   }
 
   /** Whether values of the resource are written encrypted (its list starts with a keyed provider). */
