@@ -12,6 +12,7 @@ import type { GatewayDeps, GatewayDocuments, GatewayLimits } from './backends';
 import { createAuditor, type AuditOptions } from './audit/auditor';
 import { expressForBothProtocols } from './express-http2';
 import { createFrontServer } from './front-server';
+import { GracefulShutdown, type ShutdownOptions } from './shutdown';
 import { buildHandlerChain } from './handler-chain';
 import { MAX_HEADER_FIELDS } from './request-head';
 import type { ProtobufCodec } from './negotiation';
@@ -27,6 +28,8 @@ import { SERVER_USER, ensureSystemNamespaces } from './registry/system-namespace
 export interface GatewayConfig {
   /** HTTPS listen address, host:port (port 0 picks a free one). */
   listen: string;
+  /** Graceful shutdown (shutdown.ts): how long readiness fails first, and whether refusals say Retry-After. */
+  shutdown?: ShutdownOptions;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   tlsCertFile: string;
@@ -99,7 +102,7 @@ const REQUEST_TIMEOUT_MS = 300_000;
 /** How often the watch hub compares its position with watch-fanout's head, and how long it may go unconfirmed before /readyz fails. */
 const HUB_PROGRESS_CHECK_MS = 2000;
 const HUB_STALE_MS = 10_000;
-/** How long a stopping gateway lets requests in flight finish. */
+/** How long a stopping gateway lets requests in flight finish once it refuses new ones. */
 const SHUTDOWN_DRAIN_MS = 10_000;
 
 /** Starts the gateway: the HTTPS front of the system. */
@@ -123,6 +126,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const webhookAgents = new WebhookAgents();
   const watchWrites = new WriteBatcher(limits.watchWriteIntervalMs);
   const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(conversionWebhooks(config.registry.all())));
+  const shutdown = new GracefulShutdown(config.shutdown);
   const deps: GatewayDeps = {
     registry: config.registry,
     storage: cache ?? storage,
@@ -163,6 +167,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       'custom-resources': async () => {
         if (!customResources.isSynced) throw new Error('custom resource definitions not listed yet');
       },
+      shutdown: shutdown.readinessCheck,
       'watch-hub': async () => {
         if (!hub.isReady) throw new Error('not following the change bus yet');
         if (hub.staleMs > HUB_STALE_MS) throw new Error(`not known to be current with the change bus for ${Math.round(hub.staleMs / 1000)} s`);
@@ -170,10 +175,9 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     },
   };
 
-  // Graceful shutdown: from its start every new request (readiness probes too) gets
-  // 503, requests in flight finish (up to SHUTDOWN_DRAIN_MS), and watches end so
-  // their clients re-watch elsewhere.
-  let shuttingDown = false;
+  // Graceful shutdown (shutdown.ts): readiness fails first, then new requests are
+  // refused, watches end so their clients re-watch elsewhere, and requests in
+  // flight finish (up to SHUTDOWN_DRAIN_MS).
   let inFlight = 0;
   let drained: (() => void) | undefined;
   const chain = buildHandlerChain(deps);
@@ -184,13 +188,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   // reads it); express parses none, so no handler can read another form of it.
   app.set('query parser', false);
   app.use((req, res) => {
-    // Health probes included: a stopping gateway is not ready, and says so the same way.
-    if (shuttingDown) {
-      res.setHeader('Connection', 'close');
-      res.setHeader('Retry-After', '1');
-      res.status(503).type('application/json').send(JSON.stringify(ApiError.serviceUnavailable('the gateway is shutting down; try again').toStatus()));
-      return;
-    }
+    if (shutdown.refuse(req, res)) return;
     inFlight++;
     res.once('close', () => {
       inFlight--;
@@ -234,8 +232,9 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     url: `https://${host}:${bound}`,
     hub,
     close: async () => {
-      shuttingDown = true;
-      const closed = front.beginShutdown();
+      await shutdown.begin();
+      // With Retry-After the gateway keeps listening until drained, so refused clients are told when to retry.
+      const closing = shutdown.options.sendRetryAfter ? undefined : front.beginShutdown();
       hub.endAll();
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
@@ -243,6 +242,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
           setTimeout(resolve, SHUTDOWN_DRAIN_MS).unref();
         });
       }
+      const closed = closing ?? front.beginShutdown();
       front.destroyAll();
       await closed;
       hub.stop();

@@ -17,7 +17,8 @@ describe('supervision', () => {
   let env: Environment;
 
   beforeAll(async () => {
-    env = await startEnvironment();
+    // A stopping gateway keeps serving for 3 s while its readiness fails, then refuses with 429 and Retry-After.
+    env = await startEnvironment({ serviceArgs: { gateway: ['--shutdown-delay-duration=3s', '--shutdown-send-retry-after'] } });
   });
 
   afterAll(async () => {
@@ -69,11 +70,32 @@ describe('supervision', () => {
     const outcomes = await Promise.all(writes);
     await watchEnded;
     expect(watchBody).not.toContain('"type":"ERROR"');
-    // Each write was answered 201 or refused as a whole (503, or no connection); never a 500.
-    for (const o of outcomes) expect([0, 201, 503]).toContain(o.status);
+    // Each write was answered 201 or refused as a whole (429 or 503, or no connection); never a 500.
+    for (const o of outcomes) expect([0, 201, 429, 503]).toContain(o.status);
     await until(() => (gateway.restarts > restarts ? true : undefined), 15000);
     await until(async () => ((await adminRequest(env, 'GET', '/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined), 30000);
     for (const o of outcomes.filter((x) => x.status === 201)) expect((await adminRequest(env, 'GET', `/api/v1/namespaces/default/configmaps/${o.name}`)).status).toBe(200);
+  });
+
+  test('a stopping gateway fails /readyz for --shutdown-delay-duration while it still serves requests, then stops and comes back', async () => {
+    const gateway = env.processes.find((p) => p.name === 'gateway');
+    if (!gateway) throw new Error('no gateway process');
+    await until(async () => ((await adminRequest(env, 'GET', '/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined), 30000);
+    const restarts = gateway.restarts;
+    gateway.kill('SIGTERM');
+    const readyz = await until(async () => {
+      const r = await adminRequest(env, 'GET', '/readyz?verbose').catch(() => undefined);
+      return r && r.status !== 200 ? r : undefined;
+    }, 3000);
+    expect(readyz.status).toBe(500);
+    expect(readyz.body).toContain('[-]shutdown failed');
+    expect(readyz.body).toContain('[+]etcd ok');
+    // Still within the delay: the API serves as before.
+    const created = await adminRequest(env, 'POST', '/api/v1/namespaces/default/configmaps', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'during-shutdown-delay' } }));
+    expect(created.status).toBe(201);
+    expect(gateway.restarts).toBe(restarts);
+    await until(() => (gateway.restarts > restarts ? true : undefined), 20000);
+    await until(async () => ((await adminRequest(env, 'GET', '/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined), 30000);
   });
 
   test('make up killed with SIGKILL leaves no process behind', async () => {
