@@ -31,9 +31,12 @@ async function switchTo(env: Environment, identityFirst: boolean, key: string): 
   const file = path.join(env.dir, ENCRYPTION_CONFIG_FILE);
   if (!fs.existsSync(file)) throw new Error('the environment runs without encryption at rest');
   const before = reloadsOf(env);
-  const text = encryptionConfigText([{ name: 'key1', secret: key }]);
+  const plain = encryptionConfigText([{ name: 'key1', secret: key }]);
   // identity first writes plain text; the aesgcm key still reads what it wrote.
-  writeEncryptionConfig(file, identityFirst ? text.replace(/(    providers:\n)([\s\S]*?)(      - identity: \{\}\n)/, '$1$3$2') : text);
+  const text = identityFirst ? plain.replace(/(    providers:\n)([\s\S]*?)(      - identity: \{\}\n)/, '$1$3$2') : plain;
+  // The same content is no change: storage has nothing to reload.
+  if (fs.readFileSync(file, 'utf8') === text) return;
+  writeEncryptionConfig(file, text);
   const deadline = Date.now() + 120_000;
   while (reloadsOf(env) <= before) {
     if (Date.now() > deadline) throw new Error('storage did not reload the encryption configuration');

@@ -25,6 +25,12 @@ export interface StoredResult {
    * (so it cannot have been changed since).
    */
   readonly json?: Buffer;
+  /**
+   * Get only: etcd holds the object as another key or provider than the
+   * encryption configuration's first wrote it; an update that changes
+   * nothing is written all the same (key rotation rewrites it).
+   */
+  readonly stale?: boolean;
 }
 
 export interface ListPage {
@@ -66,6 +72,7 @@ function parse(bytes: Uint8Array): ApiObject {
 /** A storage answer whose object is parsed on first use. */
 class Answer implements StoredResult {
   private parsed: ApiObject | undefined;
+  stale?: boolean;
 
   constructor(
     private readonly bytes: Uint8Array,
@@ -106,7 +113,9 @@ export class StorageClient {
 
   async get(key: StoredKey, at: ReadAtOptions = {}, opts?: CallOptions): Promise<StoredResult> {
     const res = await this.calls.call(storage.StorageService.get, { key, at: { revision: at.revision ?? 0, minRevision: at.minRevision ?? 0 } }, opts);
-    return new Answer(res.object, res.revision);
+    const answer = new Answer(res.object, res.revision);
+    if (res.stale) answer.stale = true;
+    return answer;
   }
 
   async list(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<ListPage> {

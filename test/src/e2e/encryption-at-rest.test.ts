@@ -89,7 +89,9 @@ describe('encryption at rest', () => {
     const got = await adminRequest(env, 'GET', '/api/v1/namespaces/default/secrets/s1');
     expect(got.status).toBe(200);
     expect(got.json()['data']).toEqual({ token: canaryB64 });
-    expect((got.json()['metadata'] as { resourceVersion: string }).resourceVersion).toMatch(/^\d+$/);
+    // The resourceVersion is spliced into the decrypted value: the key's modification revision.
+    const modRevision = (await etcd.get('/registry/secrets/default/s1').exec()).kvs[0]?.mod_revision;
+    expect((got.json()['metadata'] as { resourceVersion: string }).resourceVersion).toBe(String(modRevision));
     const listed = (await adminRequest(env, 'GET', '/api/v1/namespaces/default/secrets')).json()['items'] as { metadata: { name: string }; data: unknown }[];
     expect(listed.find((s) => s.metadata.name === 's1')?.data).toEqual({ token: canaryB64 });
 

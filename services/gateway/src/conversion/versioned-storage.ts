@@ -62,7 +62,8 @@ class VersionedStorage implements ObjectStorage {
 
   private async read(result: StoredResult): Promise<StoredResult> {
     const [object] = await this.objects.fromStorage([result.object]);
-    return { object: object as ApiObject, revision: result.revision };
+    // Staleness (encryption at rest) is about the stored value, whichever version it is read as.
+    return { object: object as ApiObject, revision: result.revision, ...(result.stale ? { stale: true } : {}) };
   }
 
   async get(key: StoredKey, at?: ReadAtOptions, opts?: CallOptions): Promise<StoredResult> {
