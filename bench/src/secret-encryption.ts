@@ -20,7 +20,8 @@ export interface SecretEncryptionFigures {
   storageCpuMsPerCreate: { aesgcm: number[]; identity: number[] };
 }
 
-const ROUNDS = 2;
+/** Rounds of each mode (`BENCH_SECRET_ROUNDS`, default 3): the machine's drift shows in their spread. */
+const ROUNDS = Number(process.env['BENCH_SECRET_ROUNDS'] ?? '3');
 
 function reloadsOf(env: Environment): number {
   const file = path.join(env.dir, 'logs', 'storage.log');
