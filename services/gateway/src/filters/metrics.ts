@@ -124,7 +124,8 @@ export function withRequestMetrics(handler: Handler, registry: ResourceRegistry,
       release = enterInflight(kind);
     }
     const counted = { bytes: 0 };
-    if (req.method === 'GET') countWrittenBytes(res, counted);
+    // A watch's events are not a response size (the original records sizes of GET and LIST only).
+    if (req.method === 'GET' && !longRunning) countWrittenBytes(res, counted);
     let done = false;
     const finish = (): void => {
       if (done) return;
