@@ -107,6 +107,10 @@ export const ENCRYPTION_FLAGS: FlagSpecs = {
 /** The encryption of a service's flags; undefined when no configuration is given. */
 export function encryptionFromFlags(flags: ParsedFlags, log: Logger): EncryptionAtRest | undefined {
   const file = flags.get('encryption-provider-config');
-  if (!file) return undefined;
+  if (!file) {
+    // As the original refuses it: a reload of no file is a mistake in the flags, not a no-op.
+    if (flags.getBool('encryption-provider-config-automatic-reload')) throw new Error('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
+    return undefined;
+  }
   return new EncryptionAtRest({ file, automaticReload: flags.getBool('encryption-provider-config-automatic-reload'), log });
 }

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createLogger, type FileWatchTimers } from '@svc/service-kit';
+import { createLogger, parseFlags, type FileWatchTimers } from '@svc/service-kit';
 import { EncryptionConfigError, parseEncryptionConfig } from './config';
-import { EncryptionAtRest } from './at-rest';
+import { EncryptionAtRest, encryptionFromFlags, ENCRYPTION_FLAGS } from './at-rest';
 import { ConfiguredTransformer, MAX_CACHED_RESOURCES, PLAIN_TRANSFORMER, ValueTransformError } from './transformer';
 
 const key = (bytes = 32): string => randomBytes(bytes).toString('base64');
@@ -241,5 +241,25 @@ describe('the memory of resources', () => {
     expect(t.encrypts('', 'secrets')).toBe(true);
     expect(t.encrypts('apps', 'deployments')).toBe(true);
     expect(t.cachedResources).toBeLessThanOrEqual(MAX_CACHED_RESOURCES);
+  });
+});
+
+describe('flags', () => {
+  const log = createLogger('storage', { write: () => undefined });
+
+  test('no configuration: values stay plain; a reload of no file is refused', () => {
+    expect(encryptionFromFlags(parseFlags([], ENCRYPTION_FLAGS), log)).toBeUndefined();
+    expect(() => encryptionFromFlags(parseFlags(['--encryption-provider-config-automatic-reload'], ENCRYPTION_FLAGS), log)).toThrow(/--encryption-provider-config-automatic-reload must be set with --encryption-provider-config/);
+  });
+
+  test('a configuration that does not read refuses the start naming the file and field', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'enc-'));
+    const file = path.join(dir, 'enc.yaml');
+    fs.writeFileSync(file, config([{ aesgcm: { keys: [{ name: 'a', secret: key(10) }] } }]));
+    try {
+      expect(() => encryptionFromFlags(parseFlags([`--encryption-provider-config=${file}`], ENCRYPTION_FLAGS), log)).toThrow(new RegExp(`${file}: resources\\[0\\]\\.providers\\[0\\]\\.aesgcm\\.keys\\[0\\]\\.secret`));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
