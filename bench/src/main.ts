@@ -8,16 +8,27 @@ import { connect } from 'nats';
 import { benchRbac } from './rbac-decision';
 import { benchAdmission, formatAdmission, type AdmissionFigures } from './admission';
 import { benchApply } from './apply';
+import { startTracingSink, tracingRequested } from './tracing-sink';
 import { startEnvironment, type Environment } from '@svc/testenv';
 
 /** Extra node flags for every service of the system (`BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` profiles them). */
 const NODE_ARGS = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+
+/**
+ * `BENCH_AUDIT=1`: the gateway audits with the default policy
+ * (deploy/audit-policy.yaml) to `<dir>/logs/audit.log`, as `make up` runs it.
+ */
+function benchEnvironmentOptions(dir: string): Parameters<typeof startEnvironment>[0] {
+  const audit = process.env['BENCH_AUDIT'] === '1' ? { audit: { policyFile: path.join(__dirname, '..', '..', 'deploy', 'audit-policy.yaml'), logPath: path.join(dir, 'logs', 'audit.log') } } : {};
+  return { dir, authorizationMode: 'RBAC', nodeArgs: NODE_ARGS, ...audit };
+}
 import { benchValidationRules, formatValidationRules, type ValidationRulesFigures } from './validation-rules';
 import { benchCustomResources, formatCustomResourceBench, type CustomResourceBench } from './custom-resources';
 import { benchGarbageCollection, formatGarbageCollection, type GarbageCollectionFigures } from './garbage-collection';
 import { Client, cpuMs, cpuPerOp, directEtcd, fmt, rssBytes, runConcurrent, stats } from './harness';
 import { benchLists, formatLists, type ListFigures } from './lists';
 import { benchWatchers, formatWatchers, type WatchersFigures } from './watchers';
+import { benchSecretEncryption, formatSecretEncryption } from './secret-encryption';
 
 /**
  * `make bench`: our figures next to the raw limits measured in the same run.
@@ -273,7 +284,9 @@ const SCENARIOS: Record<string, Scenario> = {
   creates: {
     run: async (env, client, etcd) => {
       const figures = await createFigures(env, client, etcd);
-      return { figures, lines: [...formatThroughput(figures), ...formatCpuPerCreate(figures)] };
+      // The cost of encrypting Secrets at rest: the same creates with and without, in this environment.
+      const secrets = await benchSecretEncryption(env, client, etcd, CREATES_PER_LEVEL, CONCURRENCY[CONCURRENCY.length - 1] as number);
+      return { figures: { ...figures, secretEncryption: secrets }, lines: [...formatThroughput(figures), ...formatCpuPerCreate(figures), ...formatSecretEncryption(secrets)] };
     },
   },
   /** The custom resource definition figures. */
@@ -314,20 +327,24 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 async function runAlone(name: string, scenario: Scenario): Promise<void> {
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC', nodeArgs: NODE_ARGS });
+  const sink = tracingRequested() ? await startTracingSink() : undefined;
+  const env = await startEnvironment({ ...benchEnvironmentOptions(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))), ...(sink ? { env: sink.env } : {}) });
   const client = new Client(env);
   const etcd = directEtcd(env);
   try {
     const started = process.hrtime.bigint();
     const { figures, lines } = await scenario.run(env, client, etcd);
     const seconds = Math.round(Number(process.hrtime.bigint() - started) / 1e9);
+    const traced = sink ? { tracing: sink.received() } : {};
+    if (sink) lines.push(`tracing on (100% sampled, OTLP/HTTP protobuf to a local sink): ${sink.received().exports} exports, ${fmt(sink.received().bytes / 1024)} KiB`);
     process.stdout.write([...lines, `(${name}: ${seconds} s)`].join('\n') + '\n');
     fs.mkdirSync(path.join(__dirname, '..', 'results'), { recursive: true });
-    fs.writeFileSync(path.join(__dirname, '..', 'results', `${name}.json`), JSON.stringify({ seconds, ...(figures as object) }, null, 2));
+    fs.writeFileSync(path.join(__dirname, '..', 'results', `${name}${sink ? '-tracing' : ''}.json`), JSON.stringify({ seconds, ...traced, ...(figures as object) }, null, 2));
   } finally {
     client.close();
     etcd.close();
     await env.stop(true);
+    await sink?.close();
   }
 }
 
@@ -339,7 +356,7 @@ async function main(): Promise<void> {
     return runAlone(only, scenario);
   }
   // RBAC, as make up runs; the service account of the token figures is bound to edit in default.
-  const env = await startEnvironment({ dir: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), authorizationMode: 'RBAC', nodeArgs: NODE_ARGS });
+  const env = await startEnvironment(benchEnvironmentOptions(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))));
   const client = new Client(env);
   const etcd = directEtcd(env);
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, createsPerLevel: CREATES_PER_LEVEL };

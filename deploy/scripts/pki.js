@@ -37,6 +37,7 @@ const https = require('node:https');
 const path = require('node:path');
 const { ensurePki, ensureInternalPki, issueClientCertificate, kubeconfig, INTERNAL_IDENTITIES } = require('@svc/testenv/dist/pki');
 const { natsServerConfig } = require('@svc/testenv/dist/backends');
+const { ensureEncryptionConfig } = require('@svc/testenv/dist/encryption');
 
 const FLAGS = {
   dir: 'directory for the CAs, the certificates and admin.kubeconfig (keep it private to this step)',
@@ -134,6 +135,9 @@ function consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsCon
   files['controller-manager'] = { 'controller-manager.kubeconfig': cmKubeconfig, 'rbac-bootstrap.kubeconfig': bootstrapKubeconfig };
   // Prometheus: the gateway's CA and a client certificate in system:monitoring, which may read /metrics and nothing else.
   files.prometheus = { 'client-ca.crt': pki.caCert, 'monitoring.crt': monitoring.cert, 'monitoring.key': monitoring.key };
+  // Encryption at rest: one EncryptionConfiguration (Secrets, aesgcm, a key generated on the first run and
+  // kept), mounted by storage and by watch-fanout (both read etcd's values). Never printed.
+  files.encryption = { 'encryption-config.yaml': ensureEncryptionConfig(pki.dir) };
   return files;
 }
 

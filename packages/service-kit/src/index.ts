@@ -57,6 +57,10 @@ export {
 } from './call-hooks';
 export {
   MetricsRegistry,
+  FastCounter,
+  FastHistogram,
+  type CounterChild,
+  type HistogramChild,
   processMetrics,
   boundedLabel,
   validateShowHiddenFor,
@@ -82,6 +86,9 @@ export {
   sampledTraceparent,
   spanContextOf,
   startLinkedSpan,
+  startServerSpan,
+  startSpanUnder,
+  activeContext,
   carrierOf,
   activeTraceId,
 } from './tracing';
@@ -99,4 +106,14 @@ export {
   type BatchSettings,
   type OtlpProtocol,
 } from './tracing-config';
+export { SpanKind, SpanStatusCode, type Span, type Context as TraceContext, type SpanContext } from '@opentelemetry/api';
 export { BoundedBatchSpanProcessor, type SpanQueueStats, type SpanQueueEvents } from './span-queue';
+export { installGrpcMetrics, grpcCodeName, GRPC_CODE_NAMES } from './grpc-metrics';
+export {
+  serveMetrics,
+  startProcessMetrics,
+  parseBindAddress,
+  METRICS_FLAGS,
+  SHOW_HIDDEN_METRICS_FLAGS,
+  type MetricsEndpoint,
+} from './metrics-server';

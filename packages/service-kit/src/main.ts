@@ -1,5 +1,8 @@
 import { FlagError, parseFlags, usage, type FlagSpecs, type ParsedFlags } from './flags';
 import { createLogger, LOG_LEVELS, type LogLevel } from './logger';
+import { startTracing, stopTracing } from './tracing';
+import { readTracingConfigFile, tracingSettings } from './tracing-config';
+import { startProcessMetrics, type MetricsEndpoint } from './metrics-server';
 
 /**
  * Every service takes `--log-level`, settable as well by `SVC_LOG_LEVEL`
@@ -47,14 +50,40 @@ export function runMain(
     throw err;
   }
   const log = createLogger(service);
-  start(flags).then(
+  // Tracing is set up before anything starts, so every span of the service is recorded; a
+  // configuration that cannot be honoured refuses the start. A service declaring
+  // --tracing-config-file (the gateway) reads the original server's TracingConfiguration.
+  try {
+    const file = specs['tracing-config-file'] && flags.get('tracing-config-file') ? readTracingConfigFile(flags.get('tracing-config-file')) : undefined;
+    const tracing = tracingSettings(service, process.env, file);
+    if (tracing) startTracing(tracing, log);
+  } catch (err) {
+    log.error('start failed', { err });
+    process.exit(1);
+  }
+  // Metrics first (a bad --show-hidden-metrics-for-version refuses the start), so the start itself is measured.
+  let metrics: MetricsEndpoint | undefined;
+  const started = startProcessMetrics(service, flags, (name) => name in specs, log).then(async (endpoint) => {
+    metrics = endpoint;
+    const handle = await start(flags);
+    return {
+      close: async () => {
+        await handle.close();
+        await metrics?.close();
+      },
+    };
+  });
+  started.then(
     (handle) => {
       let stopping = false;
       const stop = (signal: string): void => {
         if (stopping) return;
         stopping = true;
         log.info('stopping', { signal });
-        handle.close().then(
+        handle
+          .close()
+          .then(() => stopTracing())
+          .then(
           () => process.exit(0),
           (err: unknown) => {
             log.error('stop failed', { err });

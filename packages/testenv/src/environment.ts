@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ETCD_MAX_REQUEST_BYTES, startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
 import { installCrds, readCrdDocuments } from './crds';
+import { encryptionArgs, type EncryptionEnvironmentOptions } from './encryption';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
@@ -26,6 +27,8 @@ export interface EnvironmentOptions {
   natsPort?: number;
   /** First of the consecutive ports of the services (storage, authn, authz, admission, the watch-fanout replicas, the controller-managers); free ports when unset. */
   grpcBasePort?: number;
+  /** First of the consecutive ports the services serve their metrics on (`--metrics-bind-address`), in the order they start; free ports when unset. */
+  metricsBasePort?: number;
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
   /** authz's --authorization-mode; default DEFAULT_AUTHORIZATION_MODE (Node, then RBAC, as clusters of the original server run). */
@@ -41,6 +44,12 @@ export interface EnvironmentOptions {
   serviceArgs?: Partial<Record<string, string[]>>;
   /** Extra flags for every service's node process (for example `--cpu-prof`). */
   nodeArgs?: string[];
+  /**
+   * Environment variables for every service's process, over this process's
+   * own (for example `OTEL_EXPORTER_OTLP_ENDPOINT` to send their traces to
+   * a collector).
+   */
+  env?: NodeJS.ProcessEnv;
   /**
    * Restart etcd, NATS and every service when one dies (default true): with
    * a backoff, logged to `logs/supervisor.log` (and `logStream`).
@@ -72,6 +81,38 @@ export interface EnvironmentOptions {
    * the address and certificate are made.
    */
   webhooks?: WebhookInstallOptions;
+  /**
+   * The gateway's audit (off by default: auditing costs every request):
+   * its policy file, and where events go (a log file, `-` for standard
+   * output; a webhook's kubeconfig). Other `--audit-*` flags go in `args`.
+   */
+  audit?: AuditEnvironmentOptions;
+  /**
+   * Encryption at rest (storage's and watch-fanout's
+   * --encryption-provider-config): by default Secrets are encrypted with a
+   * key generated for the environment (encryption.ts); `false` stores every
+   * value in plain text; `configFile` uses a configuration as it is.
+   */
+  encryption?: EncryptionEnvironmentOptions | false;
+}
+
+export interface AuditEnvironmentOptions {
+  policyFile: string;
+  logPath?: string;
+  webhookConfigFile?: string;
+  /** More `--audit-*` flags for every gateway (batch sizes, rotation). */
+  args?: string[];
+}
+
+/** The gateway flags of `audit`. */
+export function auditArgs(audit: AuditEnvironmentOptions | undefined): string[] {
+  if (!audit) return [];
+  return [
+    `--audit-policy-file=${audit.policyFile}`,
+    ...(audit.logPath ? [`--audit-log-path=${audit.logPath}`] : []),
+    ...(audit.webhookConfigFile ? [`--audit-webhook-config-file=${audit.webhookConfigFile}`] : []),
+    ...(audit.args ?? []),
+  ];
 }
 
 export interface Environment {
@@ -87,6 +128,14 @@ export interface Environment {
   nats: NatsInstance;
   processes: ManagedProcess[];
   addresses: Record<string, string>;
+  /**
+   * Each internal service's metrics endpoint (`host:port`; plain HTTP,
+   * `GET /metrics`), by process name. The gateway serves its own at
+   * `<url>/metrics`.
+   */
+  metricsAddresses: Record<string, string>;
+  /** The EncryptionConfiguration storage and watch-fanout read (unset when encryption is off). */
+  encryptionConfigPath?: string;
   /** Where and with what to serve the webhooks of `options.webhooks` (set only with that option). */
   webhooks?: WebhookServing;
   /** Stops everything started, newest first. Data stays in `dir` unless `removeData`. */
@@ -187,12 +236,23 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       const own = (internalPki.identities as Record<string, { cert: string; key: string } | undefined>)[service];
       return own ? [`--internal-ca-file=${internalPki.caCert}`, `--internal-cert-file=${own.cert}`, `--internal-key-file=${own.key}`] : [];
     };
+    const metricsAddresses: Record<string, string> = {};
+    let metricsOffset = 0;
+    // Every internal service serves its metrics on a port of its own; the gateway on its HTTPS port.
+    const metricsArgs = async (name: string, service: string): Promise<string[]> => {
+      if (service === 'gateway') return [];
+      const p = options.metricsBasePort ? options.metricsBasePort + metricsOffset++ : await freePort();
+      metricsAddresses[name] = `127.0.0.1:${p}`;
+      return [`--metrics-bind-address=${metricsAddresses[name]}`];
+    };
     const launch = async (name: string, service: string, args: string[], listen: string): Promise<void> => {
+      const metrics = await metricsArgs(name, service);
       const proc = spawnManaged({
         name,
         command: process.execPath,
-        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args, ...identityArgs(service), ...(options.serviceArgs?.[service] ?? [])],
+        args: ['--enable-source-maps', ...(options.nodeArgs ?? []), serviceMain(service), ...args, ...metrics, ...identityArgs(service), ...(options.serviceArgs?.[service] ?? [])],
         logFile: path.join(logDir, `${name}.log`),
+        ...(options.env ? { env: options.env } : {}),
         ...(options.logStream ? { tee: options.logStream } : {}),
         ...(restart ? { restart } : {}),
       });
@@ -204,7 +264,9 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         throw new Error(`${name} did not start: ${(err as Error).message}\n${tailLog(proc.logFile)}`);
       }
     };
-    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`], addresses['storage'] as string);
+    // storage writes and reads etcd's values, watch-fanout reads them: both hold the same configuration.
+    const encryption = encryptionArgs(dir, options.encryption);
+    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`, ...encryption.args], addresses['storage'] as string);
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,
@@ -239,7 +301,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       addresses['admission'] as string,
     );
     for (const [i, addr] of fanoutAddresses.entries()) {
-      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`], addr);
+      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`, ...encryption.args], addr);
     }
     for (const [i, gatewayPort] of gatewayPorts.entries()) {
       await launch(
@@ -256,6 +318,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
           `--admission-address=${addresses['admission']}`,
           `--watch-fanout-address=${fanoutAddresses.join(',')}`,
           ...natsClientArgs('gateway'),
+          ...auditArgs(options.audit),
         ],
         `127.0.0.1:${gatewayPort}`,
       );
@@ -326,6 +389,8 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       nats: started.nats,
       processes,
       addresses,
+      metricsAddresses,
+      ...(encryption.file ? { encryptionConfigPath: encryption.file } : {}),
       ...(webhooks ? { webhooks } : {}),
       async stop(removeData = false) {
         try {

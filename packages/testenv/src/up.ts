@@ -8,16 +8,25 @@ import { DEFAULT_AUTHORIZATION_MODE, startEnvironment } from './environment';
  * under .svc/ (kept between runs). Ctrl-C or SIGTERM stops everything it
  * started. Ports and paths come from SVC_* environment variables.
  */
+function encryptionOption(value: string | undefined): { encryption?: { configFile: string } | false } {
+  if (!value) return {};
+  return value === 'none' ? { encryption: false } : { encryption: { configFile: path.resolve(value) } };
+}
+
 async function main(): Promise<void> {
   const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
   const dir = path.resolve(env('SVC_DATA_DIR', '.svc'));
   fs.mkdirSync(dir, { recursive: true });
+  // The audit log, on by default with the repository's policy (SVC_AUDIT_POLICY_FILE= turns it off).
+  const auditPolicy = env('SVC_AUDIT_POLICY_FILE', path.resolve(__dirname, '../../../deploy/audit-policy.yaml'));
+  const auditLog = path.resolve(env('SVC_AUDIT_LOG_PATH', path.join(dir, 'logs', 'audit.log')));
   const started = await startEnvironment({
     dir,
     gatewayPort: Number(env('SVC_GATEWAY_PORT', '6443')),
     etcdPort: Number(env('SVC_ETCD_PORT', '2379')),
     natsPort: Number(env('SVC_NATS_PORT', '4222')),
     grpcBasePort: Number(env('SVC_GRPC_BASE_PORT', '7101')),
+    metricsBasePort: Number(env('SVC_METRICS_BASE_PORT', '9101')),
     watchFanoutReplicas: Number(env('SVC_WATCH_FANOUT_REPLICAS', '2')),
     controllerManagers: Number(env('SVC_CONTROLLER_MANAGER_REPLICAS', '2')),
     authorizationMode: env('SVC_AUTHORIZATION_MODE', DEFAULT_AUTHORIZATION_MODE),
@@ -25,6 +34,10 @@ async function main(): Promise<void> {
     ...(process.env['SVC_TOKEN_AUTH_FILE'] ? { tokenAuthFile: process.env['SVC_TOKEN_AUTH_FILE'] } : {}),
     ...(process.env['SVC_QUIET'] ? {} : { logStream: process.stderr }),
     nodeArgs: env('SVC_NODE_ARGS', '').split(' ').filter(Boolean),
+    ...(auditPolicy ? { audit: { policyFile: auditPolicy, logPath: auditLog, args: ['--audit-log-maxsize=100', '--audit-log-maxbackup=10'] } } : {}),
+    // Secrets encrypted at rest by default, with a key generated on the first start and kept in the data
+    // directory (0600); SVC_ENCRYPTION_PROVIDER_CONFIG names another configuration, `none` turns it off.
+    ...encryptionOption(process.env['SVC_ENCRYPTION_PROVIDER_CONFIG']),
   });
   process.stdout.write(
     [
@@ -34,7 +47,11 @@ async function main(): Promise<void> {
       `etcd               ${started.etcd.endpoint}`,
       `nats               ${started.nats.url}`,
       ...Object.entries(started.addresses).map(([k, v]) => `${k.padEnd(18)} ${v}`),
+      `metrics            ${started.url}/metrics (gateway, authorized); plain HTTP for the others:`,
+      ...Object.entries(started.metricsAddresses).map(([k, v]) => `  ${k.padEnd(16)} http://${v}/metrics`),
       `logs               ${path.join(dir, 'logs')}`,
+      ...(auditPolicy ? [`audit log          ${auditLog} (policy ${auditPolicy})`] : []),
+      `encryption config  ${started.encryptionConfigPath ?? 'none: values are stored in plain text'}`,
       '',
       `try: kubectl --kubeconfig ${path.relative(process.cwd(), started.kubeconfigPath)} get namespaces`,
       'Ctrl-C stops everything.',

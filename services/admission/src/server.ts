@@ -16,6 +16,7 @@ import { PolicyValidator, isAdmissionConfigurationResource, storageParams, type 
 import { AdmissionRecord, AdmissionWebhooks, type WebhookAttributes } from './webhook/dispatcher';
 import type { IsolationOptions } from './webhook/isolation';
 import { mutateWithReinvocation } from './webhook/reinvocation';
+import { timeStep } from './admission-metrics';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway'];
@@ -185,11 +186,13 @@ export function storagePods(storage: StorageClient): PodReader {
 }
 
 /** `err` as an ApiError of its own that also carries `warnings` (the error's first). */
-function withWarnings(err: unknown, warnings: readonly string[]): ApiError {
+function withWarnings(err: unknown, warnings: readonly string[], auditAnnotations: Readonly<Record<string, string>> = {}): ApiError {
   const apiError = ApiError.from(err);
-  if (warnings.length === 0) return apiError;
+  if (warnings.length === 0 && Object.keys(auditAnnotations).length === 0) return apiError;
   const copy = new ApiError(apiError.code, apiError.reason, apiError.message, apiError.details, { cause: apiError.cause ?? apiError });
   copy.warnings = [...new Set([...apiError.warnings, ...warnings])];
+  // The audit annotations of the webhooks and policies that ran before the refusal go to the request's audit event.
+  copy.auditAnnotations = { ...auditAnnotations, ...apiError.auditAnnotations };
   return copy;
 }
 
@@ -284,20 +287,22 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
       // Webhooks and policies act on what is configured: the configurations are read once before any request is admitted.
       if (configurations && !isAdmissionConfigurationResource(attrs)) await configurationsLoaded(configurations);
       if (req.phase === admission.Phase.PHASE_MUTATING || req.phase === admission.Phase.PHASE_MUTATING_THEN_VALIDATING) {
-        const result = await mutateWithReinvocation(attrs, (a) => runMutating(plugins, a), webhooks, record).catch((err: unknown) => {
-          throw withWarnings(err, record.warnings);
+        const result = await timeStep('admit', operation, () => mutateWithReinvocation(attrs, (a) => runMutating(plugins, a), webhooks, record)).catch((err: unknown) => {
+          throw withWarnings(err, record.warnings, record.auditAnnotations);
         });
         const mutated = result.changed && result.object ? Buffer.from(JSON.stringify(result.object)) : undefined;
         // Validation in the same call only holds for the object the caller already validated.
         if (mutated || req.phase === admission.Phase.PHASE_MUTATING) return answer(false, mutated);
       }
       try {
-        await runValidating(plugins, attrs);
-        if (policies) record.merge(await policies.validate(attrs));
-        await webhooks?.validate(attrs, record);
+        await timeStep('validate', operation, async () => {
+          await runValidating(plugins, attrs);
+          if (policies) record.merge(await policies.validate(attrs));
+          await webhooks?.validate(attrs, record);
+        });
       } catch (err) {
         // A refusal carries the warnings earned before it, as the original sends them with a failed request.
-        throw withWarnings(err, record.warnings);
+        throw withWarnings(err, record.warnings, record.auditAnnotations);
       }
       ctx.log.debug('admitted', { operation, resource: attrs.resource.resource, namespace: attrs.namespace, name: attrs.name });
       return answer(true);

@@ -1,7 +1,9 @@
-import { INTERNAL_TLS_FLAGS, listFlag, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { INTERNAL_TLS_FLAGS, SHOW_HIDDEN_METRICS_FLAGS, listFlag, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import { NATS_TLS_FLAGS } from '@svc/watch-fanout/client';
+import { AUDIT_FLAGS } from './audit/flags';
 
 export const GATEWAY_FLAGS: FlagSpecs = {
+  ...SHOW_HIDDEN_METRICS_FLAGS,
   ...INTERNAL_TLS_FLAGS,
   listen: { description: 'HTTPS listen address (host:port)', default: '127.0.0.1:6443' },
   'tls-cert-file': { description: 'Serving certificate (PEM)', required: true },
@@ -30,6 +32,21 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'conversion-webhook-timeout-seconds': { description: "Deadline of one call to a custom resource definition's conversion webhook; past it the request fails with a 500 naming the webhook", default: '30' },
   'http2-max-streams-per-connection': { description: 'Streams a client may have open at once on one HTTP/2 connection (more are refused by the protocol); 0 uses the default, 100', default: '0' },
   'authorization-always-allow-paths': { description: 'Comma-separated paths served without authentication or authorization', default: '/healthz,/livez,/readyz' },
+  'shutdown-delay-duration': {
+    description: 'After the stop signal, how long /readyz fails while requests are still served (so a load balancer drains the instance) before new requests are refused (e.g. 5s)',
+    default: '0s',
+  },
+  'shutdown-send-retry-after': {
+    description: 'While draining, refuse new requests with 429 and Retry-After (and keep listening) instead of closing the listener',
+    boolean: true,
+    default: 'false',
+  },
+  'tracing-config-file': {
+    description:
+      'TracingConfiguration (apiserver.config.svc.io/v1: endpoint, samplingRatePerMillion) of the OpenTelemetry traces the gateway sends over OTLP/HTTP; without it (and without OTEL_EXPORTER_OTLP_ENDPOINT) nothing is traced',
+    default: '',
+  },
+  ...AUDIT_FLAGS,
 };
 
 /**

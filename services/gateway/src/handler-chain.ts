@@ -1,3 +1,4 @@
+import { withAudit, withAuditBegin } from './audit/filter';
 import type { GatewayDeps } from './backends';
 import { withCompression } from './compression';
 import type { Handler } from './filters/chain';
@@ -6,6 +7,8 @@ import { cachedAuthorizer, withAuthorization } from './filters/authorization';
 import { refuseImpersonation, withImpersonation } from './filters/impersonation';
 import { withPanicRecovery } from './filters/panic-recovery';
 import { withRequestInfoFilter } from './filters/request-info';
+import { countedAuthorizer, withMetricsEndpoint, withRequestMetrics } from './filters/metrics';
+import { withTracing } from './filters/tracing';
 import { requestInfoFrom } from './context';
 import { parseRequestPath } from './request-info';
 import { buildRouter } from './router';
@@ -13,26 +16,36 @@ import { buildRouter } from './router';
 /**
  * The filter chain, assembled in one place. Read bottom-up for the order a
  * request passes through: panic recovery (request id, logging, every error a
- * Status) → request info (a path that does not parse is refused here, 400
- * or 404) → response compression (gzip past 128 KiB, never a watch) →
- * [public paths skip to the router] → authentication (401) →
+ * Status) → tracing (the server span, when tracing is on) → request info
+ * (a path that does not parse is refused here, 400 or 404) → response
+ * compression (gzip past 128 KiB, never a watch) →
+ * audit (when configured) → [public paths skip to the router] →
+ * authentication (401) → audit policy decided for the requester →
  * impersonation (the requester must be allowed to impersonate; 403) →
  * authorization of the resulting identity (403) → router → verb handler.
  */
 export function buildHandlerChain(deps: GatewayDeps): Handler {
-  const router = buildRouter(deps);
+  // /metrics is served behind authorization, as any non-resource URL.
+  const router = withMetricsEndpoint(buildRouter(deps));
   let handler: Handler = router;
-  const authorize = cachedAuthorizer(deps);
+  const authorize = countedAuthorizer(cachedAuthorizer(deps));
   handler = withAuthorization(handler, authorize);
   // Impersonation changes who the request is authorized as, so it runs
   // after authentication and before authorization, as in the original.
   handler = withImpersonation(handler, authorize);
+  // The audit policy is asked about the authenticated requester, before impersonation and authorization (403s are audited).
+  handler = withAuditBegin(handler, deps.audit);
   handler = withAuthentication(handler, deps);
   // Public paths skip authentication, so there is nobody whose impersonation could be allowed.
   handler = withPublicPaths(handler, refuseImpersonation(router), deps.alwaysAllowPaths);
+  // Audits every request, those refused with 401 and the public paths too; inside compression, so it sees the body as written.
+  handler = withAudit(handler, deps.audit);
   // Knows the verb (a watch is never compressed); wraps every answer below it, Statuses included.
   handler = withCompression(handler);
+  // Every request that parsed is counted and timed (apiserver_request_total...), refusals below included.
+  handler = withRequestMetrics(handler, deps.registry, deps.storage);
   handler = withRequestInfoFilter(handler);
+  handler = withTracing(handler);
   handler = withPanicRecovery(handler, deps.log, deps.limits.maxBodyBytes);
   return handler;
 }

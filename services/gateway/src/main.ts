@@ -2,7 +2,7 @@ import { ResourceRegistry } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
 import { AggregatedDiscovery, OpenApiDocuments } from '@svc/openapi';
 import { ProtobufObjectCodec } from '@svc/protobuf-codec';
-import { internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { internalTlsFromFlags, parseDuration, runMain } from '@svc/service-kit';
 import { natsTlsFromFlags } from '@svc/watch-fanout/client';
 import { auditOptionsFromFlags } from './audit/flags';
 import { GATEWAY_FLAGS, proxyHeadersFromFlags } from './flags';
@@ -50,6 +50,7 @@ runMain('gateway', GATEWAY_FLAGS, async (flags) => {
     proxyHeaders: proxyHeadersFromFlags(flags),
     http2MaxStreamsPerConnection: flags.getInt('http2-max-streams-per-connection'),
     watchCache: flags.getBool('watch-cache') && { windowChanges: flags.getInt('watch-cache-window') },
+    shutdown: { delayMs: parseDuration(flags.get('shutdown-delay-duration'), 'shutdown-delay-duration'), sendRetryAfter: flags.getBool('shutdown-send-retry-after') },
   };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   const audit = auditOptionsFromFlags(flags);

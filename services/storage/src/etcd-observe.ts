@@ -1,5 +1,6 @@
-import { processMetrics, type MetricsRegistry } from '@svc/service-kit';
+import { inClientSpan, processMetrics, type MetricsRegistry } from '@svc/service-kit';
 import type { StoredKey } from '@svc/apimachinery';
+import { noteObjectType } from './object-counts';
 
 /**
  * The one place every etcd request of the store passes: its latency, count,
@@ -47,18 +48,46 @@ function declare(registry: MetricsRegistry) {
 
 let instruments: ReturnType<typeof declare> | undefined;
 
+interface Bound {
+  total: { inc(): void };
+  errors: { inc(): void };
+  duration: { observe(v: number): void };
+  size: { observe(v: number): void };
+}
+
+/** Children by operation and type, bound once (both are bounded: the operations, and the resources served). */
+const bound = new Map<string, Bound>();
+
+function boundFor(call: EtcdCall): Bound {
+  const key = `${call.operation}\u0000${call.type}`;
+  let b = bound.get(key);
+  if (!b) {
+    const m = (instruments ??= declare(processMetrics));
+    b = {
+      total: m.total.labels(call.operation, call.type),
+      errors: m.errors.labels(call.operation, call.type),
+      duration: m.duration.labels(call.operation, call.type),
+      size: m.size.labels(call.operation, call.type),
+    };
+    bound.set(key, b);
+  }
+  return b;
+}
+
 /** Runs one etcd request, recording it. */
 export async function observeEtcd<T>(call: EtcdCall, fn: () => Promise<T>): Promise<T> {
-  const m = (instruments ??= declare(processMetrics));
+  const m = boundFor(call);
+  if (call.operation === 'create' || call.operation === 'list') noteObjectType(call.type);
   const started = performance.now();
   try {
-    return await fn();
+    // A client span per request when the call belongs to a trace (tracing.ts: nothing otherwise).
+    return await inClientSpan(`etcd ${call.operation}`, { 'db.system.name': 'etcd', 'db.operation.name': call.operation, 'db.collection.name': call.type }, fn);
   } catch (err) {
-    m.errors.labels(call.operation, call.type).inc();
+    m.errors.inc();
     throw err;
   } finally {
-    m.total.labels(call.operation, call.type).inc();
-    m.duration.labels(call.operation, call.type).observe((performance.now() - started) / 1000);
-    if (call.requestBytes !== undefined) m.size.labels(call.operation, call.type).observe(call.requestBytes);
+    m.total.inc();
+    m.duration.observe((performance.now() - started) / 1000);
+    if (call.requestBytes !== undefined) m.size.observe(call.requestBytes);
   }
 }

@@ -1,6 +1,8 @@
 import { Etcd3, type IKeyValue, type IRangeResponse, type IOptions, type ITxnResponse } from 'etcd3';
 import { etcdClientOptions } from './etcd-options';
 import { observeEtcd, etcdType, type EtcdCall } from './etcd-observe';
+import { withWriteTrace } from './write-trace';
+import { PLAIN_TRANSFORMER, ValueTransformError, type ValueTransformer } from './encryption/transformer';
 import {
   ApiError,
   collectionPrefix,
@@ -43,6 +45,8 @@ export interface StoredObject {
   /** JSON of `object`, as sent to clients. */
   readonly json: Buffer;
   readonly revision: number;
+  /** Get only: etcd holds the value as another key or provider than the configuration's first would write it. */
+  readonly stale?: boolean;
 }
 
 /**
@@ -111,8 +115,20 @@ class StoredJson implements StoredObject {
   }
 }
 
-/** A stored value as read at `revision`: with that resourceVersion, spliced in when the value is as storage writes it. */
-function decode(value: Buffer, revision: string | number, key: string | Buffer): StoredObject {
+/**
+ * A stored value as read at `revision`: with that resourceVersion, spliced in when the value is as storage writes it.
+ * An encrypted value is opened first (encryption/transformer.ts); the plain
+ * value is the JSON storage wrote, so the splice applies to it as to any.
+ * One that cannot be opened is a 500 naming the key, as the original answers.
+ */
+function decode(stored: Buffer, revision: string | number, key: string | Buffer, values: ValueTransformer = PLAIN_TRANSFORMER): StoredObject {
+  let value: Buffer;
+  try {
+    value = values.fromStorage(key, stored);
+  } catch (err) {
+    if (err instanceof ValueTransformError) throw ApiError.internal(err.message, err);
+    throw err;
+  }
   const layout = resourceVersionLayout(value);
   if (layout) return new StoredJson(spliceResourceVersion(value, layout, String(revision)), Number(revision));
   let object: ApiObject;
@@ -208,6 +224,8 @@ export interface EtcdStoreOptions {
   requestTimeoutMs?: number;
   /** How long continue tokens stay valid is bounded by etcd compaction. */
   etcdOptions?: Partial<IOptions>;
+  /** Encryption at rest: how values are written to and read from etcd (plain text without). */
+  values?: ValueTransformer;
 }
 
 /** The current revision (read with a count-only range) and a namespace's state, as etcd calls. */
@@ -224,8 +242,10 @@ export class EtcdStore {
   readonly client: Etcd3;
   private readonly namespaces = new Map<string, { modRevision: string; terminating: boolean }>();
   private readonly maxRequestBytes: number;
+  private readonly values: ValueTransformer;
 
   constructor(options: EtcdStoreOptions) {
+    this.values = options.values ?? PLAIN_TRANSFORMER;
     const timeout = options.requestTimeoutMs ?? 10000;
     this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_ETCD_MAX_REQUEST_BYTES;
     this.client = new Etcd3(
@@ -258,7 +278,7 @@ export class EtcdStore {
 
   private async txn(call: EtcdCall, req: Parameters<Etcd3['kv']['txn']>[0]): Promise<ITxnResponse> {
     try {
-      return await observeEtcd(call, () => this.client.kv.txn(req));
+      return await observeEtcd(call, () => this.client.kv.txn(withWriteTrace(req)));
     } catch (err) {
       throw translateEtcdError(err, this.maxRequestBytes);
     }
@@ -304,7 +324,9 @@ export class EtcdStore {
     const res = await this.range({ operation: 'get', type: etcdType(key) }, { key: Buffer.from(k), revision });
     const kv = res.kvs[0];
     if (!kv) throw ApiError.notFound(groupResource(key), key.name);
-    return decode(kv.value, kv.mod_revision, k);
+    const result = decode(kv.value, kv.mod_revision, k, this.values);
+    if (!this.values.stale(key.group, key.resource, kv.value)) return result;
+    return { json: result.json, revision: result.revision, stale: true, get object() { return result.object; } };
   }
 
   async list(key: Omit<StoredKey, 'name'>, options: ListOptions = {}): Promise<ListResult> {
@@ -344,7 +366,8 @@ export class EtcdStore {
           break;
         }
         lastScanned = kv.key;
-        const stored = decode(kv.value, kv.mod_revision, kv.key);
+        // A value that cannot be decrypted fails the whole list (500 naming its key), as the original's list does.
+        const stored = decode(kv.value, kv.mod_revision, kv.key, this.values);
         if (filtering) {
           if (!matchesSelectors(stored.object, labels, fields)) continue;
         }
@@ -385,7 +408,7 @@ export class EtcdStore {
 
   async create(key: StoredKey, input: WriteInput, dryRun = false): Promise<StoredObject> {
     const k = Buffer.from(objectKey(key));
-    const { value, answer } = encodeWrite(input);
+    const { value, answer } = this.sealed(key, k, encodeWrite(input));
     // Content of a namespace is written only while that namespace exists and
     // is not terminating, checked in the same transaction as the write (its
     // key's revision must be the one whose state was checked), so nothing
@@ -425,7 +448,7 @@ export class EtcdStore {
         this.namespaces.delete(key.namespace);
         throw ApiError.notFound({ group: '', resource: 'namespaces' }, key.namespace);
       }
-      const ns = JSON.parse(kv.value.toString('utf8')) as ApiObject;
+      const ns = decode(kv.value, kv.mod_revision, kv.key, this.values).object;
       const terminating = namespaceTerminating(ns);
       state = { modRevision: String(kv.mod_revision), terminating };
       if (this.namespaces.size >= MAX_REMEMBERED_NAMESPACES) this.namespaces.delete(this.namespaces.keys().next().value as string);
@@ -444,7 +467,13 @@ export class EtcdStore {
    * against the current object inside the same compare.
    */
   async update(key: StoredKey, input: WriteInput, pre: Preconditions = {}, dryRun = false): Promise<StoredObject> {
-    return this.replace(key, encodeWrite(input), pre, dryRun);
+    return this.replace(key, this.sealed(key, Buffer.from(objectKey(key)), encodeWrite(input)), pre, dryRun);
+  }
+
+  /** The write with its value as etcd stores it (encrypted when the configuration says so); the answer is unchanged. */
+  private sealed(key: StoredKey, k: Buffer, write: EncodedWrite): EncodedWrite {
+    const value = this.values.toStorage(key.group, key.resource, k, write.value);
+    return value === write.value ? write : { value, answer: write.answer };
   }
 
   private async replace(key: StoredKey, write: EncodedWrite, pre: Preconditions, dryRun: boolean): Promise<StoredObject> {
@@ -471,7 +500,7 @@ export class EtcdStore {
   async delete(key: StoredKey, pre: Preconditions = {}, dryRun = false): Promise<{ deleted: StoredObject; revision: number }> {
     const k = Buffer.from(objectKey(key));
     const current = await this.checkPreconditions(key, pre);
-    if (dryRun) return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(current.mod_revision) };
+    if (dryRun) return { deleted: decode(current.value, current.mod_revision, objectKey(key), this.values), revision: Number(current.mod_revision) };
     const res = await this.txn({ operation: 'delete', type: etcdType(key) }, {
       compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: current.mod_revision }],
       success: [{ request_delete_range: { key: k, prev_kv: true } }],
@@ -481,7 +510,7 @@ export class EtcdStore {
       if (pre.revision || pre.uid) throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
       return this.delete(key, pre, dryRun);
     }
-    return { deleted: decode(current.value, current.mod_revision, objectKey(key)), revision: Number(res.header.revision) };
+    return { deleted: decode(current.value, current.mod_revision, objectKey(key), this.values), revision: Number(res.header.revision) };
   }
 
   /**
@@ -508,7 +537,7 @@ export class EtcdStore {
       throw ApiError.conflict(groupResource(key), key.name, CONFLICT_MESSAGE);
     }
     if (pre.uid) {
-      const uid = decode(kv.value, kv.mod_revision, objectKey(key)).object.metadata?.uid;
+      const uid = decode(kv.value, kv.mod_revision, objectKey(key), this.values).object.metadata?.uid;
       if (uid !== pre.uid) {
         throw ApiError.conflict(
           groupResource(key),

@@ -1,6 +1,7 @@
 import { INTERNAL_TLS_FLAGS, METRICS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 import { ETCD_TLS_FLAGS } from './etcd-options';
 import { DEFAULT_ETCD_MAX_REQUEST_BYTES } from './etcd-store';
+import { ENCRYPTION_FLAGS } from './encryption/at-rest';
 
 export const STORAGE_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
@@ -13,4 +14,5 @@ export const STORAGE_FLAGS: FlagSpecs = {
     description: "etcd's --max-request-bytes: a write larger than this is refused with 413 before it is sent to etcd",
     default: String(DEFAULT_ETCD_MAX_REQUEST_BYTES),
   },
+  ...ENCRYPTION_FLAGS,
 };

@@ -5,6 +5,7 @@ import { CallsServer, createLogger, startGrpcServer, unary, type Logger, loadInt
 import { EtcdStore } from './etcd-store';
 import { startObjectCounting } from './object-counts';
 import { etcdTlsOptions, type EtcdTlsFiles } from './etcd-options';
+import type { EncryptionAtRest } from './encryption/at-rest';
 
 /** Who may call this service (the identities of the internal certificates). */
 const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout', 'authn', 'authz'];
@@ -22,6 +23,8 @@ export interface StorageConfig {
   maxRequestBytes?: number;
   /** How often `apiserver_storage_objects` is counted (default a minute, as the original). */
   objectCountIntervalMs?: number;
+  /** Encryption at rest (--encryption-provider-config); values are stored in plain text without. */
+  encryption?: EncryptionAtRest;
   logger?: Logger;
 }
 
@@ -47,12 +50,13 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
     requestTimeoutMs: config.requestTimeoutMs ?? 10000,
     ...(config.maxRequestBytes !== undefined ? { maxRequestBytes: config.maxRequestBytes } : {}),
     etcdOptions: etcdTlsOptions(config.etcdTls),
+    ...(config.encryption ? { values: config.encryption } : {}),
   });
   const counting = startObjectCounting(store.client, log, config.objectCountIntervalMs);
   const unaryMethods = {
     get: unary(log, 'Get', async (req: storage.GetRequest) => {
       const res = await store.get(storedKey(req.key, true), { revision: req.at?.revision ?? 0, minRevision: req.at?.minRevision ?? 0 });
-      return { object: res.json, revision: res.revision };
+      return { object: res.json, revision: res.revision, ...(res.stale ? { stale: true } : {}) };
     }),
     list: unary(log, 'List', async (req: storage.ListRequest) => {
       const res = await store.list(storedKey(req.key, false), {
@@ -93,6 +97,7 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
     store,
     close: async () => {
       counting.stop();
+      config.encryption?.close();
       await server.close();
       store.close();
     },

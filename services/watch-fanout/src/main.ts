@@ -1,10 +1,14 @@
-import { internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { createLogger, internalTlsFromFlags, runMain } from '@svc/service-kit';
+import { encryptionFromFlags } from '@svc/storage/encryption';
 import { etcdTlsFromFlags } from '@svc/storage/etcd-options';
 import { WATCH_FANOUT_FLAGS } from './flags';
 import { natsTlsFromFlags } from './nats-options';
 import { start } from './server';
 
-runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
+runMain('watch-fanout', WATCH_FANOUT_FLAGS, async (flags) => {
+  const logger = createLogger('watch-fanout');
+  // The same file as storage's: watch-fanout reads values from etcd too (server.ts).
+  const encryption = encryptionFromFlags(flags, logger);
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
     internalTls: internalTlsFromFlags(flags),
@@ -17,5 +21,7 @@ runMain('watch-fanout', WATCH_FANOUT_FLAGS, (flags) => {
     compactionIntervalMs: flags.getInt('compaction-interval-seconds') * 1000,
   };
   if (flags.get('id')) config.id = flags.get('id');
+  config.logger = logger;
+  if (encryption) config.encryption = encryption;
   return start(config);
 });

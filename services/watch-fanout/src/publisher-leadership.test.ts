@@ -3,6 +3,7 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 import type { JetStreamManager, Msg, MsgHdrs, NatsConnection } from 'nats';
 import { watch } from '@svc/proto';
 import { createLogger } from '@svc/service-kit';
+import { WRITE_TRACE_KEY } from '@svc/storage/write-trace';
 import { decodeEvent, encodeEvent } from './bus';
 import { Publisher } from './publisher';
 
@@ -50,6 +51,7 @@ function world() {
       let start = 0;
       const builder = {
         prefix: () => builder,
+        inRange: () => builder,
         withPreviousKV: () => builder,
         startRevision: (r: string) => {
           start = Number(r);
@@ -74,6 +76,8 @@ function world() {
   };
   /** What the bus holds, in sequence order. */
   const stream: watch.ChangeEvent[] = [];
+  /** The `traceparent` header of each message the bus holds. */
+  const traceparents: Array<string | undefined> = [];
   let acks: (err: Error | null, msg: Msg) => void = () => undefined;
   const nc = {
     subscribe: (_subject: string, opts: { callback: (err: Error | null, msg: Msg) => void }) => {
@@ -86,6 +90,7 @@ function world() {
       if (expected !== stream.length) answer = { error: { code: 400, description: `wrong last sequence: ${stream.length}` } };
       else {
         stream.push(decodeEvent(data));
+        traceparents.push(opts.headers.get('traceparent') || undefined);
         answer = { seq: stream.length };
       }
       queueMicrotask(() => acks(null, { subject: opts.reply, data: Buffer.from(JSON.stringify(answer)) } as unknown as Msg));
@@ -106,7 +111,7 @@ function world() {
     maxPayload: 1024 * 1024,
     compactionIntervalMs: 0,
   });
-  return { watchers, campaigns, stream, publisher };
+  return { watchers, campaigns, stream, traceparents, publisher };
 }
 
 const until = async (condition: () => boolean): Promise<void> => {
@@ -176,5 +181,18 @@ describe('the publisher across terms of leadership', () => {
     expect(second.start).toBe(2);
     second.emit('data', changes(2, 3, 4, 5));
     expect(await busAfter(w, 5)).toEqual({ revisions: [1, 2, 3, 4, 5], links: [] });
+  });
+
+  test("a traced write's record travels as the traceparent header of its change's message, and is not published itself", async () => {
+    const w = world();
+    w.publisher.start();
+    const first = await elect(w, 1);
+    const traceparent = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`;
+    const record: IKeyValue = { ...kv(2), key: Buffer.from(WRITE_TRACE_KEY), value: Buffer.from(traceparent), create_revision: '1' };
+    // Storage's transaction put the change and the record at revision 2; revision 3 was not traced.
+    first.emit('data', { header: { revision: '3' }, events: [{ type: 'Put', kv: kv(2) }, { type: 'Put', kv: record }, { type: 'Put', kv: kv(3) }] });
+    expect(await busAfter(w, 3)).toEqual({ revisions: [2, 3], links: [] });
+    expect(w.stream.map((e) => e.key)).toEqual(['', '/registry/configmaps/ns/o2', '/registry/configmaps/ns/o3']);
+    expect(w.traceparents).toEqual([undefined, traceparent, undefined]);
   });
 });

@@ -2,8 +2,11 @@ import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import type { JetStreamManager, NatsConnection } from 'nats';
 import { REGISTRY_PREFIX, withResourceVersion } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import type { Logger } from '@svc/service-kit';
+import { carrierOf, spanContextOf, startSpanUnder, SpanKind, SpanStatusCode, type Logger, type Span } from '@svc/service-kit';
+import { isWriteTraceKey, PUBLISHED_RANGE, writeTracesOf } from '@svc/storage/write-trace';
+import { PLAIN_TRANSFORMER, ValueTransformError, type ValueTransformer } from '@svc/storage/encryption';
 import { Compactor } from './compactor';
+import { recordPublished } from './fanout-metrics';
 import { AckedPublisher, STREAM_NAME, PROGRESS_SUBJECT, decodeEvent, encodeEvent, subjectFor, truncate } from './bus';
 
 /**
@@ -27,6 +30,8 @@ export interface PublisherOptions {
   compactionIntervalMs?: number;
   /** Creates the bus stream when it is missing (someone deleted it); run each time this replica starts leading. */
   ensureStream?: () => Promise<void>;
+  /** Opens values encrypted at rest (server.ts); plain text without. */
+  values?: ValueTransformer;
 }
 
 export const ELECTION_NAME = 'svc-watch-fanout';
@@ -41,7 +46,8 @@ interface Position {
 
 /** What the etcd watch delivered, in order. */
 type Change =
-  | { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined }
+  /** `at`: when etcd's watch delivered the change (performance.now()), for the publish lag. */
+  | { kind: 'put' | 'delete'; kv: IKeyValue; prev: IKeyValue | undefined; trace?: string | undefined; at: number }
   | { kind: 'compacted'; revision: number }
   /** etcd's progress notification: every change up to `revision` has been delivered. */
   | { kind: 'progress'; revision: number };
@@ -72,6 +78,8 @@ export class Publisher {
   private term = 0;
   /** Publishes awaiting their acknowledgement, and who waits for one to come back. */
   private inFlight = 0;
+  /** When etcd delivered the change being published (set just before publishChange), for the publish lag. */
+  private receivedAt: number | undefined;
   private onAcked: (() => void) | undefined;
   private readonly bus: AckedPublisher;
   /** The newest revision the bus has acknowledged: etcd history before it is no longer needed. */
@@ -160,7 +168,8 @@ export class Publisher {
       this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision: head, prevRevision: 0, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
     }
     log.info('publishing from', { revision: this.position.revision + 1, sequence: this.position.sequence });
-    const watcher = await etcd.watch().prefix(REGISTRY_PREFIX).withPreviousKV().startRevision(String(this.position.revision + 1)).create();
+    // The registry and, beside it, the key where storage records the trace of a sampled write (write-trace.ts).
+    const watcher = await etcd.watch().inRange(PUBLISHED_RANGE).withPreviousKV().startRevision(String(this.position.revision + 1)).create();
     const current = (): boolean => this.leading && term === this.term;
     if (!current()) {
       await watcher.cancel();
@@ -175,7 +184,15 @@ export class Publisher {
       const compacted = Number(res.compact_revision ?? 0);
       if (compacted > 0) this.backlog.push({ kind: 'compacted', revision: compacted });
       else if (res.events.length === 0) this.backlog.push({ kind: 'progress', revision: Number(res.header.revision) });
-      else for (const e of res.events) this.backlog.push({ kind: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv, prev: e.prev_kv });
+      else {
+        // A traced write's record shares its revision, and so this response, with the change it traces.
+        const traces = writeTracesOf(res.events);
+        const at = performance.now();
+        for (const e of res.events) {
+          if (traces && isWriteTraceKey(e.kv.key)) continue;
+          this.backlog.push({ kind: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv, prev: e.prev_kv, trace: traces?.get(Number(e.kv.mod_revision)), at });
+        }
+      }
       this.drain();
     });
     watcher.on('error', (err) => {
@@ -209,7 +226,10 @@ export class Publisher {
           const change = this.backlog.shift() as Change;
           if (change.kind === 'compacted') await this.resetAfterCompaction(change.revision);
           else if (change.kind === 'progress') this.publishProgress(change.revision);
-          else this.publishChange(change.kind, change.kv, change.prev);
+          else {
+            this.receivedAt = change.at;
+            this.publishChange(change.kind, change.kv, change.prev, change.trace);
+          }
         }
       } catch (err) {
         this.fail('publish failed', err);
@@ -239,9 +259,23 @@ export class Publisher {
     this.publish({ type: watch.EventType.EVENT_TYPE_PROGRESS, key: '', revision, prevRevision: this.position.revision, object: Buffer.alloc(0), prevObject: Buffer.alloc(0), truncated: false });
   }
 
-  private publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined): void {
+  private publishChange(kind: 'put' | 'delete', kv: IKeyValue, prev: IKeyValue | undefined, trace?: string): void {
     const revision = Number(kv.mod_revision);
     if (revision <= this.position.revision) return;
+    try {
+      const values = this.opts.values ?? PLAIN_TRANSFORMER;
+      const open = (v: IKeyValue): IKeyValue => ({ ...v, value: values.fromStorage(v.key, v.value) });
+      kv = kind === 'put' ? open(kv) : kv;
+      prev = prev ? open(prev) : undefined;
+    } catch (err) {
+      if (!(err instanceof ValueTransformError)) throw err;
+      // A value no configured key opens is never published as garbage, nor
+      // does it stop the publisher: watchers miss this change (a read of the
+      // object answers 500 naming the key), the history moves past it.
+      this.opts.log.error('change not published: its value cannot be decrypted', { key: err.etcdKey, revision, reason: err.reason });
+      this.publishProgress(revision);
+      return;
+    }
     let type: watch.EventType;
     let object: Buffer;
     if (kind === 'delete') {
@@ -253,7 +287,7 @@ export class Publisher {
       object = setResourceVersion(kv.value, revision);
     }
     const prevObject = prev ? setResourceVersion(prev.value, Number(prev.mod_revision)) : Buffer.alloc(0);
-    this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false });
+    this.publish({ type, key: kv.key.toString('utf8'), revision, prevRevision: this.position.revision, object, prevObject, truncated: false }, trace);
   }
 
   /**
@@ -262,7 +296,7 @@ export class Publisher {
    * of order or from a second publisher, and the first rejected or
    * unexpected acknowledgement ends this term of leadership.
    */
-  private publish(event: watch.ChangeEvent): void {
+  private publish(event: watch.ChangeEvent, trace?: string): void {
     let data = encodeEvent(event);
     // Leave room for headers; oversized changes travel without their objects.
     if (data.length > this.opts.maxPayload - 4096) data = encodeEvent(truncate(event));
@@ -272,15 +306,22 @@ export class Publisher {
     const term = this.term;
     const msgId = `${event.type === watch.EventType.EVENT_TYPE_PROGRESS ? 'progress' : 'rev'}-${event.revision}`;
     this.inFlight++;
+    const receivedAt = this.receivedAt;
+    this.receivedAt = undefined;
+    const span = trace ? publishSpan(trace, subject, event.revision) : undefined;
     this.bus
-      .publish(subject, data, msgId, expected)
+      .publish(subject, data, msgId, expected, span ? (carrierOf(span)['traceparent'] ?? trace) : trace)
       .then((ack) => {
         if (ack.duplicate || ack.seq !== expected + 1) {
           throw new Error(`the bus stored revision ${event.revision} at sequence ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}, expected ${expected + 1}`);
         }
         this.acknowledged = Math.max(this.acknowledged, event.revision);
+        recordPublished(event.type, receivedAt);
+        span?.end();
       })
       .catch((err: unknown) => {
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        span?.end();
         if (this.leading && term === this.term) this.fail('publish failed', err);
       })
       .finally(() => {
@@ -290,4 +331,13 @@ export class Publisher {
         wake?.();
       });
   }
+}
+
+/**
+ * The publish of a traced write's change, a child of the write (while
+ * watch-fanout traces; else the write's context travels on as it came).
+ */
+function publishSpan(traceparent: string, subject: string, revision: number): Span | undefined {
+  const parent = spanContextOf(traceparent);
+  return parent ? startSpanUnder(`publish ${subject}`, parent, SpanKind.PRODUCER, { 'messaging.system': 'nats', 'messaging.destination.name': subject, 'svc.revision': revision }) : undefined;
 }

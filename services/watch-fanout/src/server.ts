@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3, type IKeyValue } from 'etcd3';
 import { etcdClientOptions, etcdTlsOptions, type EtcdTlsFiles } from '@svc/storage/etcd-options';
+import { PLAIN_TRANSFORMER, ValueTransformError, type EncryptionAtRest } from '@svc/storage/encryption';
 import { connect, consumerOpts, type NatsConnection } from 'nats';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
@@ -32,6 +33,18 @@ export interface WatchFanoutConfig {
   historyMaxBytes?: number;
   /** How often the leading replica compacts etcd (0 never; default 5 minutes). */
   compactionIntervalMs?: number;
+  /**
+   * Encryption at rest, from the same --encryption-provider-config as
+   * storage's. watch-fanout reads values straight from etcd (its watch, and
+   * the fill-in of events too large for the bus), so it opens them itself:
+   * routing them through storage would add a hop to every change and make
+   * the publisher depend on storage being up. The bus then carries plain
+   * objects, as gateways' caches hold them (the original's watch cache
+   * holds decrypted objects too); NATS is internal and reached over mutual
+   * TLS. Both services must be given the same file (the deployments mount
+   * one file into both), and reload it on their own.
+   */
+  encryption?: EncryptionAtRest;
   logger?: Logger;
 }
 
@@ -88,7 +101,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }
   })();
 
-  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS, ensureStream: () => ensureStream(jsm, windowMs, maxBytes) });
+  const publisher = new Publisher({ etcd, nc, jsm, log, id, maxPayload: nc.info?.max_payload ?? 1024 * 1024, compactionIntervalMs: config.compactionIntervalMs ?? DEFAULT_WINDOW_MS, ...(config.encryption ? { values: config.encryption } : {}), ensureStream: () => ensureStream(jsm, windowMs, maxBytes) });
   publisher.start();
   const unregisterGauges = registerFanoutGauges({ isLeader: () => publisher.isLeader, historyEvents: () => history.size, historyBytes: () => history.bytes });
   const pruneTimer = setInterval(() => history.prune(), 10_000);
@@ -105,7 +118,11 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     const readAt = async (revision: number): Promise<IKeyValue> => {
       const kv = (await etcd.kv.range({ key: Buffer.from(e.key), revision })).kvs[0];
       if (!kv) throw ApiError.expired(`the change of ${e.key} at revision ${e.revision} is no longer in etcd's history`);
-      return kv;
+      try {
+        return { ...kv, value: (config.encryption ?? PLAIN_TRANSFORMER).fromStorage(kv.key, kv.value) };
+      } catch (err) {
+        throw err instanceof ValueTransformError ? ApiError.internal(err.message, err) : err;
+      }
     };
     const deleted = e.type === watch.EventType.EVENT_TYPE_DELETED;
     const hasPrevious = deleted || e.type === watch.EventType.EVENT_TYPE_MODIFIED;
@@ -140,6 +157,7 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     close: async () => {
       clearInterval(pruneTimer);
       unregisterGauges();
+      config.encryption?.close();
       await server.close();
       await publisher.stop();
       messages.unsubscribe();

@@ -125,6 +125,8 @@ interface ComposeService {
   ports?: unknown[];
   volumes?: unknown[];
   restart?: string;
+  /** Optional add-ons (the `tracing` profile's collector and Jaeger) run only when their profile is asked for. */
+  profiles?: string[];
 }
 
 interface Compose {
@@ -234,7 +236,8 @@ describe('docker-compose.yml', () => {
   test('every long-running service has a health check; pki runs once', async () => {
     const { services } = await load();
     for (const [name, svc] of Object.entries(services)) {
-      if (name === 'pki') continue;
+      // pki runs once; a profile's add-ons are not part of the system (their images have no tool to probe with).
+      if (name === 'pki' || svc.profiles) continue;
       const check = healthcheckText(svc);
       if (!check || svc.healthcheck?.disable || /^NONE\b/.test(check)) throw new Error(`service ${name} has no health check`);
     }
@@ -367,6 +370,14 @@ describe('docker-compose.yml', () => {
       if (name === 'gateway') {
         expect(networksOf(svc).sort()).toEqual(['edge', 'internal']);
         expect(publishedPorts(svc)).toEqual([{ published: 6443, target: listenPort(svc) }]);
+      } else if (name === 'prometheus') {
+        // The observability profile's UI, published on the host's loopback only.
+        expect(svc.profiles).toEqual(['observability']);
+        expect((svc.ports ?? []).map(String)).toEqual(['127.0.0.1:9090:9090/tcp']);
+      } else if (name === 'jaeger') {
+        // The tracing profile's UI, published on the host's loopback only.
+        expect(svc.profiles).toEqual(['tracing']);
+        expect((svc.ports ?? []).map(String)).toEqual(['127.0.0.1:16686:16686/tcp']);
       } else {
         expect(`${name}: ${networksOf(svc).join(',')}`).toBe(`${name}: internal`);
         expect(`${name}: ${publishedPorts(svc).length}`).toBe(`${name}: 0`);
@@ -569,7 +580,11 @@ describe('deploy/kubernetes', () => {
       );
       const port = splitHostPort(flagValue(args, 'listen') ?? '').port;
       expect(`${service}: ${port}`).toBe(`${service}: ${splitHostPort(flagValue(composeCmd, 'listen') ?? '').port}`);
-      expect(c.ports?.map((p) => p.containerPort)).toEqual([port]);
+      // The listen port, and the metrics port where the service serves one (the same as in compose, annotated for scrapers).
+      const metrics = flagValue(args, 'metrics-bind-address');
+      const metricsPort = metrics ? splitHostPort(metrics).port : undefined;
+      expect(`${service} metrics: ${metricsPort}`).toBe(`${service} metrics: ${flagValue(composeCmd, 'metrics-bind-address') ? splitHostPort(flagValue(composeCmd, 'metrics-bind-address') ?? '').port : undefined}`);
+      expect(c.ports?.map((p) => p.containerPort)).toEqual(metricsPort ? [port, metricsPort] : [port]);
       // Nothing calls the controller-manager: it has no Service.
       if (service === 'controller-manager') continue;
       const svcPorts = ((find('Service', service).spec?.['ports'] ?? []) as Array<{ port: number }>).map((p) => p.port);

@@ -4,6 +4,7 @@ import { TtlCache } from '@svc/service-kit';
 import type { GatewayDeps } from '../backends';
 import { addAuditAnnotation, requestIdFrom, requestInfoFrom, userFrom, withAuthorizationState, type RequestAuthorization } from '../context';
 import type { Handler } from './chain';
+import { recordAuthorizationCache } from '../apiserver-metrics';
 import type { RequestInfo } from '../request-info';
 
 /** Asks authz about `attrs`; the answer for the same attributes is reused for a while. */
@@ -25,6 +26,7 @@ export function cachedAuthorizer(deps: GatewayDeps): AuthorizeFn {
     if (!cache.enabled) return deps.authz.authorize(attrs, { requestId, timeoutMs: deps.limits.backendTimeoutMs });
     const key = JSON.stringify(attrs);
     const cached = cache.get(key);
+    recordAuthorizationCache(cached !== undefined);
     if (cached) return cached;
     let pending = inflight.get(key);
     if (!pending) {

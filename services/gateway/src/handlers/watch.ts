@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { ApiError, type ApiObject } from '@svc/apimachinery';
-import { logFrom, queryValues } from '../context';
+import { auditRecorderFrom, logFrom, queryValues } from '../context';
 import { parseBoolParam } from '../query-bool';
+import { startWatchRecorder, type WatchRecorder } from '../apiserver-metrics';
 import { watchObjects, type WatchEventType, type WatchPayload } from '../registry/watch';
 import { encodeBody, presentAs, pretty, sendsStoredJson, setWarnings } from '../responses';
 import { parsedRequestInfoFrom } from '../context';
@@ -49,6 +50,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     setWarnings(req, res);
     res.writeHead(200, { 'Content-Type': format.mediaType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
+    auditRecorderFrom(req)?.responseStarted(200);
   };
   const encode = (type: WatchEventType, object: unknown): Buffer => {
     let payload = object;
@@ -82,6 +84,13 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
     const make = socket ? () => chunkOf(line()) : line;
     return change ? change.encoded(keys[type], make) : make();
   };
+  // The watcher is registered (apiserver_registered_watchers) once the watch is admitted, until it ends.
+  let recorder: WatchRecorder | undefined;
+  const encodeRecorded = (type: WatchEventType, payload: WatchPayload): Buffer => {
+    const bytes = encodePayload(type, payload);
+    (recorder ??= startWatchRecorder(r.def)).sent(bytes.length);
+    return bytes;
+  };
 
   const watch = watchObjects(
     readContext(req, r),
@@ -93,10 +102,10 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
           if (socket.destroyed) return 0;
           // The events of one batching interval leave in one write.
           r.deps.watchWrites.hold(socket);
-          socket.write(encodePayload(type, payload));
+          socket.write(encodeRecorded(type, payload));
           return socket.writableLength;
         }
-        res.write(encodePayload(type, payload));
+        res.write(encodeRecorded(type, payload));
         return res.writableLength;
       },
       abandon: () => res.destroy(),
@@ -111,7 +120,12 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   writeHead();
   req.on('close', () => watch.stop());
   res.on('close', () => watch.stop());
-  await watch.ended;
+  recorder ??= startWatchRecorder(r.def);
+  try {
+    await watch.ended;
+  } finally {
+    recorder.end();
+  }
 }
 
 const LINE_END = Buffer.from('}\n');

@@ -496,6 +496,18 @@ describe('updateObject', () => {
     expect(out.result.object['data']).toEqual({ a: '2' });
   });
 
+  test('resourceVersion "0" is no precondition: an unconditional update where the kind allows one, else 422', async () => {
+    const loose = await seeded();
+    const out = await updateObject(loose.ctx, 'cm', cm('cm', { a: '2' }, { resourceVersion: '0' }));
+    expect([out.result.object['data'], out.result.object.metadata?.resourceVersion]).toEqual([{ a: '2' }, '102']);
+    expect(loose.storage.callsOf('update').map((c) => c.pre)).toEqual([{ revision: 101 }]);
+
+    const strict = await seeded({ ...configMaps, allowUnconditionalUpdate: false });
+    const err = await failure(updateObject(strict.ctx, 'cm', cm('cm', { a: '2' }, { resourceVersion: '0' })));
+    expect([err.code, err.reason, err.message]).toEqual([422, 'Invalid', 'ConfigMap "cm" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update']);
+    expect(ops(strict)).toEqual(['get']);
+  });
+
   test('uid and creationTimestamp are carried; deletionTimestamp and deletionGracePeriodSeconds cannot be set', async () => {
     const s = await seeded();
     const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { uid: undefined, creationTimestamp: '2000-01-01T00:00:00Z', deletionTimestamp: '2000-01-01T00:00:00Z', deletionGracePeriodSeconds: 3 }));
@@ -560,6 +572,18 @@ describe('updateObject', () => {
     test('a changed value of a map key is written', async () => {
       const s = await seeded();
       await updateObject(s.ctx, 'cm', cm('cm', { a: '1', b: '2' }));
+      expect(s.storage.callsOf('update')).toHaveLength(1);
+    });
+
+    test('a change of managedFields alone is written (kubectl migrating its managers); the same entries again are not', async () => {
+      const s = await seeded(configMaps, { fieldManager: 'kubectl-patch' });
+      const migrated = [{ manager: 'kubectl', operation: 'Apply', apiVersion: 'v1', time: CREATED, fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { 'f:a': {} } } }];
+      const body = (): ApiObject => cm('cm', { a: '1' }, { resourceVersion: s.rv, managedFields: migrated });
+      const out = await updateObject(s.ctx, 'cm', body());
+      expect(s.storage.callsOf('update')).toHaveLength(1);
+      expect(out.result.object.metadata?.managedFields).toEqual(migrated);
+      const again = await updateObject(s.ctx, 'cm', { ...body(), metadata: { ...body().metadata, resourceVersion: out.result.object.metadata?.resourceVersion } });
+      expect(again.result.revision).toBe(out.result.revision);
       expect(s.storage.callsOf('update')).toHaveLength(1);
     });
   });

@@ -391,10 +391,17 @@ function carryImmutableMeta(obj: ApiObject, old: ApiObject): void {
   obj.metadata = meta;
 }
 
-/** The object as JSON with its keys sorted (the order of a body's keys is no change), without what every write changes. */
-function withoutVolatile(obj: ApiObject): string {
+/**
+ * The object as JSON with its keys sorted (the order of a body's keys is no
+ * change), without its resourceVersion. managedFields count when the write
+ * records ownership: a write that only changes ownership (a co-owner,
+ * kubectl's migration of managers) is stored; an unchanged write leaves the
+ * entries' times alone, so repeating it stays a no-op.
+ */
+function withoutVolatile(obj: ApiObject, withManagedFields: boolean): string {
   const { metadata, ...rest } = obj;
-  const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadata ?? {};
+  const { resourceVersion: _rv, managedFields, ...others } = metadata ?? {};
+  const meta = withManagedFields ? { ...others, managedFields } : others;
   return JSON.stringify({ ...rest, metadata: meta }, (_key, value: unknown) =>
     typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : value,
   );
@@ -446,7 +453,10 @@ export async function updateObject(request: WriteContext, name: string, input: A
     const obj = decodeAgainstSchema(ctx, candidate);
     obj.apiVersion = groupVersion(def);
     obj.kind = def.kind;
-    const requestedRv = obj.metadata?.resourceVersion;
+    const sentRv = obj.metadata?.resourceVersion;
+    // "0" is no precondition, as an absent one (the original reads both as version 0).
+    const requestedRv = sentRv === '0' ? undefined : sentRv;
+    if (sentRv === '0' && obj.metadata) delete obj.metadata.resourceVersion;
     if (!requestedRv && !def.allowUnconditionalUpdate && !transform) {
       throw ApiError.invalid({ group: def.group, kind: def.kind }, name, [
         { reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' },
@@ -473,9 +483,12 @@ export async function updateObject(request: WriteContext, name: string, input: A
     };
     prepare(obj);
     const admitted = (await admit(ctx, 'UPDATE', name, obj, old, { prepare })) as ApiObject;
-    // An update that changes nothing is not written: same resourceVersion, no event.
-    if (withoutVolatile(admitted) === withoutVolatile(current.object)) return { result: current, created: false };
     const tracked = recordManagedFields(ctx, admitted, current.object);
+    // An update that changes nothing, managedFields included, is not written: same resourceVersion, no event.
+    // Unless etcd holds it under another encryption key or provider than the current first: then it is
+    // written again, with the current key (how `kubectl replace` of every Secret rotates keys).
+    const ownership = tracked.metadata?.managedFields !== undefined;
+    if (!current.stale && withoutVolatile(tracked, ownership) === withoutVolatile(current.object, ownership)) return { result: current, created: false };
     try {
       const result = await resourceStorage(ctx.deps, def).update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.

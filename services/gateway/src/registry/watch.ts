@@ -1,5 +1,5 @@
 import { ApiError, checkFieldLabels, collectionPrefix, groupVersion, matchesSelectors, objectKey, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
-import type { Logger } from '@svc/service-kit';
+import { activeContext, tracingEnabled, type Logger } from '@svc/service-kit';
 import type { SharedConversion } from '../conversion/watch-conversion';
 import type { Change, SharedObject } from '../watch/change';
 import { sharedObjectsOf } from './storage-interface';
@@ -206,6 +206,7 @@ export function watchObjects(ctx: ReadContext, options: WatchOptions, sink: Watc
     expire: (reason) => finish(reason),
     end: () => finish(),
     resource: { group: def.group, version: def.version, plural: def.plural },
+    ...(tracingEnabled() ? { traceContext: activeContext() } : {}),
   });
   // The resource may have stopped being served between routing and registering.
   if (deps.registry.lookup(def.group, def.version, def.plural) === undefined) finish();

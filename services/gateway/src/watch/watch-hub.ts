@@ -1,8 +1,9 @@
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, TraceContext } from '@svc/service-kit';
 import type { ChangeSubscriber, WatchFanoutClient } from '@svc/watch-fanout/client';
 import { decodeChange, type Change } from './change';
+import { deliverLinked, noteWriteTrace, writeTraceOf } from './delivery-trace';
 
 /**
  * The gateway's end of the change bus. One subscription per process; events
@@ -25,6 +26,8 @@ export interface HubWatcher {
   resource?: ServedResource;
   /** The gateway's own watch (of the custom resource definitions): not counted against the client watch limit. */
   internal?: boolean;
+  /** The trace context of the client's watch request (tracing on): its deliveries of traced writes are children of it. */
+  traceContext?: TraceContext;
 }
 
 export interface ServedResource {
@@ -56,7 +59,8 @@ export class WatchHub {
 
   /** Starts following the bus; the position comes from watch-fanout's head. */
   async attach(subscriber: ChangeSubscriber): Promise<void> {
-    subscriber.listen((e) => {
+    subscriber.listen((e, traceparent) => {
+      if (traceparent) noteWriteTrace(e, traceparent);
       this.pending.push(e);
       void this.pump();
     });
@@ -273,10 +277,12 @@ export class WatchHub {
 
   private dispatch(e: watch.ChangeEvent): void {
     let change: Change | undefined;
+    const write = writeTraceOf(e);
     for (const w of this.watchers) {
       if (!e.key.startsWith(w.prefix)) continue;
       change ??= decodeChange(e);
-      w.deliver(change);
+      if (write && !w.internal) deliverLinked(write, change, (c) => w.deliver(c), w.traceContext, w.resource?.plural ?? w.prefix);
+      else w.deliver(change);
     }
   }
 
