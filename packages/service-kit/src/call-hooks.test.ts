@@ -1,5 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { addCallObserver, methodOfFunction, methodOfPath, observeCall, type CallDescription } from './call-hooks';
+import { addCallObserver, boundMethod, methodOfFunction, methodOfPath, observeCall, type CallDescription } from './call-hooks';
 
 const call: CallDescription = { side: 'client', service: 'storage', method: 'Get', transport: 'calls', requestId: 'r1' };
 
@@ -48,5 +48,11 @@ describe('call hooks', () => {
     expect(methodOfPath('/svc.storage.v1.Storage/Get')).toBe('Get');
     const client = { authorize(): void {} };
     expect(methodOfFunction(client.authorize.bind(client))).toBe('Authorize');
+    // grpc-js's generated methods are anonymous and carry their path, which bind() drops and boundMethod keeps.
+    const generated = Object.assign((() => (): string => 'called')(), { path: '/svc.authz.v1.Authz/Authorize' });
+    expect(methodOfFunction(generated.bind(client))).toBe('unknown');
+    const kept = boundMethod(client, generated);
+    expect(methodOfFunction(kept)).toBe('Authorize');
+    expect(kept()).toBe('called');
   });
 });

@@ -95,8 +95,21 @@ export function methodOfPath(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
-/** A generated client's bound method (`bound authorize`) → `Authorize`. */
-export function methodOfFunction(fn: { name: string }): string {
+/**
+ * A generated client's method bound to its client, keeping the method's
+ * gRPC path (grpc-js puts it on the unbound method; `bind` would lose it),
+ * so metrics and traces name the call.
+ */
+export function boundMethod<F extends (...args: never[]) => unknown>(client: object, method: F): F {
+  const bound = method.bind(client) as F;
+  const path = (method as { path?: unknown }).path;
+  if (typeof path === 'string') Object.defineProperty(bound, 'path', { value: path });
+  return bound;
+}
+
+/** The method a client function calls: from its gRPC path (`boundMethod`), else from its name (`bound authorize` → `Authorize`). */
+export function methodOfFunction(fn: { name: string; path?: unknown }): string {
+  if (typeof fn.path === 'string') return methodOfPath(fn.path);
   const name = fn.name.replace(/^bound /, '');
   return name ? name[0]!.toUpperCase() + name.slice(1) : 'unknown';
 }

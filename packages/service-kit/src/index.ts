@@ -47,6 +47,7 @@ export { FieldReader, parseConfigDocument, type JsonObject } from './config-read
 export { watchFileContent, contentHash, type FileWatch, type FileWatchOptions, type FileWatchTimers } from './file-watch';
 export {
   addCallObserver,
+  boundMethod,
   observeCall,
   type CallDescription,
   type CallObservation,

@@ -1,6 +1,6 @@
 import type { UserInfo } from '@svc/apimachinery';
 import { authn } from '@svc/proto';
-import { callUnary, fromProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
+import { callUnary, fromProtoUser, type CallOptions, channelTo, type InternalTls, boundMethod } from '@svc/service-kit';
 
 export interface AuthenticateInput {
   clientCertificateChain: Uint8Array[];
@@ -44,7 +44,7 @@ export class AuthnClient {
     for (const [k, v] of Object.entries(input.headers)) headers[k] = { values: v };
     const res = await callUnary(
       'authn',
-      this.client.authenticate.bind(this.client),
+      boundMethod(this.client, this.client.authenticate),
       { clientCertificateChain: input.clientCertificateChain.map((c) => Buffer.from(c)), headers, method: input.method, path: input.path, remoteAddress: input.remoteAddress, audiences: [] },
       opts,
     );
@@ -53,12 +53,12 @@ export class AuthnClient {
 
   /** A TokenReview: whether `token` authenticates, by the token methods only. */
   async reviewToken(token: string, audiences: string[], opts?: CallOptions): Promise<AuthenticateOutcome> {
-    return outcome(await callUnary('authn', this.client.reviewToken.bind(this.client), { token, audiences }, opts));
+    return outcome(await callUnary('authn', boundMethod(this.client, this.client.reviewToken), { token, audiences }, opts));
   }
 
   /** Signs a service-account token; the caller has checked the account and the bound object. */
   async issueServiceAccountToken(input: IssueTokenInput, opts?: CallOptions): Promise<{ token: string; expires: Date }> {
-    const res = await callUnary('authn', this.client.issueServiceAccountToken.bind(this.client), { ...input, boundObject: input.boundObject }, opts);
+    const res = await callUnary('authn', boundMethod(this.client, this.client.issueServiceAccountToken), { ...input, boundObject: input.boundObject }, opts);
     return { token: res.token, expires: new Date(res.expirationUnix * 1000) };
   }
 }

@@ -1,6 +1,6 @@
 import type { UserInfo } from '@svc/apimachinery';
 import { authz } from '@svc/proto';
-import { callUnary, toProtoUser, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
+import { callUnary, toProtoUser, type CallOptions, channelTo, type InternalTls, boundMethod } from '@svc/service-kit';
 import type { Attributes, AuthorizerDecision } from './contract';
 
 export { NO_OPINION_PREFIX, modesReason, type Attributes, type AuthorizerDecision, type Decision } from './contract';
@@ -37,7 +37,7 @@ export class AuthzClient {
   async authorize(attrs: Attributes, opts?: CallOptions): Promise<AuthorizerDecision> {
     const res = await callUnary(
       'authz',
-      this.client.authorize.bind(this.client),
+      boundMethod(this.client, this.client.authorize),
       { ...attrs, user: toProtoUser(attrs.user), labelSelector: attrs.labelSelector ?? '', fieldSelector: attrs.fieldSelector ?? '' },
       opts,
     );
@@ -47,13 +47,13 @@ export class AuthzClient {
 
   /** The rules `user` holds in `namespace` (SelfSubjectRulesReview). */
   async rules(user: UserInfo, namespace: string, opts?: CallOptions): Promise<{ rules: Rule[]; incomplete: boolean }> {
-    const res = await callUnary('authz', this.client.rules.bind(this.client), { user: toProtoUser(user), namespace }, opts);
+    const res = await callUnary('authz', boundMethod(this.client, this.client.rules), { user: toProtoUser(user), namespace }, opts);
     return { rules: res.rules.map(fromProto), incomplete: res.incomplete };
   }
 
   /** Whether `user` holds every permission of `rules` in `namespace` ('' = cluster-wide); what it lacks otherwise. */
   async covers(user: UserInfo, namespace: string, rules: Rule[], opts?: CallOptions): Promise<{ covered: boolean; uncovered: Rule[] }> {
-    const res = await callUnary('authz', this.client.covers.bind(this.client), { user: toProtoUser(user), namespace, rules: rules.map(toProto) }, opts);
+    const res = await callUnary('authz', boundMethod(this.client, this.client.covers), { user: toProtoUser(user), namespace, rules: rules.map(toProto) }, opts);
     return { covered: res.covered, uncovered: res.uncovered.map(fromProto) };
   }
 }

@@ -1,6 +1,6 @@
 import type { ApiObject, StoredKey } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
-import { CallStream, callUnary, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
+import { CallStream, callUnary, type CallOptions, channelTo, type InternalTls, boundMethod } from '@svc/service-kit';
 
 /** Options and results of the storage client; objects in and out as parsed JSON. */
 export interface ReadAtOptions {
@@ -127,7 +127,7 @@ export class StorageClient {
   async listEncoded(key: Omit<StoredKey, 'name'>, options: ListRequestOptions = {}, opts?: CallOptions): Promise<EncodedListPage> {
     const res = await callUnary(
       'storage',
-      this.client.list.bind(this.client),
+      boundMethod(this.client, this.client.list),
       {
         key: { ...key, name: '' },
         at: { revision: options.at?.revision ?? 0, minRevision: options.at?.minRevision ?? 0 },

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
-import { callUnary, fromGrpcError, outgoingMetadata, type CallOptions, channelTo, type InternalTls } from '@svc/service-kit';
+import { callUnary, fromGrpcError, outgoingMetadata, type CallOptions, channelTo, type InternalTls, boundMethod } from '@svc/service-kit';
 
 /** The gateway's end of the bus travels with the client: both are what a caller of watch-fanout needs. */
 export { ChangeSubscriber, type ChangeListener } from './subscriber';
@@ -67,7 +67,7 @@ export class WatchFanoutClient {
     const replicas = this.rotation();
     for (const [i, client] of replicas.entries()) {
       try {
-        return await callUnary('watch-fanout', client.head.bind(client), {}, opts);
+        return await callUnary('watch-fanout', boundMethod(client, client.head), {}, opts);
       } catch (err) {
         if (i === replicas.length - 1 || !(err instanceof ApiError && err.code === 503)) throw err;
       }
