@@ -94,3 +94,16 @@ export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructu
 export { applySchemaDefaults, validateValue } from './schema-values';
 export { compileValidationRules, declaredType, MAX_MESSAGE_EXPRESSION_LENGTH, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, type CompiledRules, type RuleValidator } from './validation-rules';
 export { AUTOSCALING_GROUP, SCALE_PRINTER_COLUMNS, SCALE_SCHEMA, SCALE_SUBRESOURCE, UNSET_SPEC_REPLICAS, desiredReplicas, objectManagedFields, scaleFromObject, scaleManagedFields, validateScale, withSpecReplicas, type ScaleView } from './scale';
+export {
+  AUTOUPDATE_SPEC_ANNOTATION,
+  FLOWCONTROL_API_VERSION,
+  FLOWCONTROL_GROUP,
+  FLOW_SCHEMA_CATCH_ALL,
+  FLOW_SCHEMA_EXEMPT,
+  PRIORITY_LEVEL_CATCH_ALL,
+  PRIORITY_LEVEL_EXEMPT,
+  mandatoryFlowSchemas,
+  mandatoryPriorityLevelConfigurations,
+  suggestedFlowSchemas,
+  suggestedPriorityLevelConfigurations,
+} from './flowcontrol-bootstrap';
