@@ -60,6 +60,8 @@ describe('builtinResources', () => {
       'admissionregistration.svc.io/v1/validatingadmissionpolicies:ValidatingAdmissionPolicy',
       'admissionregistration.svc.io/v1/validatingadmissionpolicybindings:ValidatingAdmissionPolicyBinding',
       'events.svc.io/v1/events:Event',
+      'flowcontrol.svc.io/v1/flowschemas:FlowSchema',
+      'flowcontrol.svc.io/v1/prioritylevelconfigurations:PriorityLevelConfiguration',
       'apiextensions.svc.io/v1/customresourcedefinitions:CustomResourceDefinition',
     ]);
     expect(Object.fromEntries(defs.map((d) => [d.plural, d.shortNames]))).toEqual({
@@ -88,6 +90,8 @@ describe('builtinResources', () => {
       validatingwebhookconfigurations: [],
       validatingadmissionpolicies: [],
       validatingadmissionpolicybindings: [],
+      flowschemas: [],
+      prioritylevelconfigurations: [],
       customresourcedefinitions: ['crd', 'crds'],
     });
     expect(defs.filter((d) => d.categories.includes('all')).map((d) => d.plural)).toEqual(['pods', 'services']);
@@ -100,6 +104,8 @@ describe('builtinResources', () => {
       'validatingwebhookconfigurations',
       'validatingadmissionpolicies',
       'validatingadmissionpolicybindings',
+      'flowschemas',
+      'prioritylevelconfigurations',
       'customresourcedefinitions',
     ]);
     expect(defs.filter((d) => d.virtual).every((d) => d.verbs.join() === 'create')).toBe(true);
@@ -111,7 +117,7 @@ describe('builtinResources', () => {
 
   it('gives status subresources to the kinds that have one', () => {
     const withStatus = defs.filter((d) => d.subresources.some((s) => s.name === 'status')).map((d) => d.plural);
-    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'poddisruptionbudgets', 'validatingadmissionpolicies', 'customresourcedefinitions']);
+    expect(withStatus).toEqual(['namespaces', 'pods', 'services', 'nodes', 'poddisruptionbudgets', 'validatingadmissionpolicies', 'flowschemas', 'prioritylevelconfigurations', 'customresourcedefinitions']);
   });
 
   it('has structural schemas with consistent merge markers', () => {

@@ -7,6 +7,7 @@ import { customResourceDefinitionDefinition } from './custom-resource-definition
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
 import { eventsV1Definition } from './events-v1';
+import { flowControlDefinitions } from './flowcontrol';
 import { leaseDefinition } from './lease';
 import { namespaceDefinition } from './namespace';
 import { nodeDefinition } from './node';
@@ -36,6 +37,7 @@ export function builtinResources(): ResourceDefinition[] {
     ...authorizationDefinitions(),
     ...admissionRegistrationDefinitions(),
     eventsV1Definition(),
+    ...flowControlDefinitions(),
     customResourceDefinitionDefinition(),
   ];
 }

@@ -18,6 +18,7 @@ export const BUILTIN_GROUPS: readonly string[] = [
   'authorization.svc.io',
   'coordination.svc.io',
   'events.svc.io',
+  'flowcontrol.svc.io',
   'policy',
   'meta.svc.io',
   'rbac.authorization.svc.io',

@@ -1,4 +1,5 @@
-import type { ApiObject } from '@svc/apimachinery';
+import type { ApiObject, ResourceStrategy } from '@svc/apimachinery';
+import { keepStatus, resetStatus } from './status';
 
 /**
  * `metadata.generation`: 1 on create, one more on every update that changes
@@ -30,4 +31,22 @@ function canonicalJson(value: unknown): string {
 export function nextGeneration(obj: ApiObject, old: ApiObject, statusSeparate: boolean): number {
   const current = old.metadata?.generation ?? 1;
   return desiredState(obj, statusSeparate) === desiredState(old, statusSeparate) ? current : current + 1;
+}
+
+/**
+ * Create and update hooks of a kind whose status is written through its
+ * subresource: status starts empty and is kept on updates of the main
+ * resource, generation starts at 1 and counts changes of the desired state.
+ */
+export function statusAndGenerationHooks(): Pick<ResourceStrategy, 'prepareForCreate' | 'prepareForUpdate'> {
+  return {
+    prepareForCreate(obj) {
+      resetStatus(obj);
+      obj.metadata = { ...(obj.metadata ?? {}), generation: 1 };
+    },
+    prepareForUpdate(obj, old) {
+      keepStatus(obj, old);
+      obj.metadata = { ...(obj.metadata ?? {}), generation: nextGeneration(obj, old, true) };
+    },
+  };
 }

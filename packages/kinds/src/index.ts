@@ -107,3 +107,22 @@ export {
   suggestedFlowSchemas,
   suggestedPriorityLevelConfigurations,
 } from './flowcontrol-bootstrap';
+export {
+  DEFAULT_NOMINAL_CONCURRENCY_SHARES,
+  DEFAULT_QUEUING,
+  FLOW_SCHEMA_DEFAULT_MATCHING_PRECEDENCE,
+  FLOW_SCHEMA_MAX_MATCHING_PRECEDENCE,
+  FLOW_SCHEMA_SCHEMA,
+  MAX_HASH_BITS,
+  MAX_QUEUES,
+  PRIORITY_LEVEL_CONFIGURATION_SCHEMA,
+  applyFlowSchemaDefaults,
+  applyPriorityLevelConfigurationDefaults,
+  flowControlDefinitions,
+  flowControlSpecsEqual,
+  flowSchemaDefinition,
+  priorityLevelConfigurationDefinition,
+  requiredEntropyBits,
+  validateFlowSchema,
+  validatePriorityLevelConfiguration,
+} from './flowcontrol';

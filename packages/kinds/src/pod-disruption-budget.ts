@@ -1,12 +1,11 @@
 import type { ApiObject, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { labelSelectorErrors } from './admissionregistration-validation';
 import { invalid, notSupported } from './field-errors';
-import { nextGeneration } from './generation';
+import { statusAndGenerationHooks } from './generation';
 import { groupKindDefinition } from './group-definition';
 import { LABEL_SELECTOR_SCHEMA, conditionList, objectSchema } from './object-meta';
 import { asNumber, asRecord } from './object-access';
 import { atomicList, bool, described, int32, int64, intOrString, mapOf, str, struct, time } from './schema-builders';
-import { keepStatus, resetStatus } from './status';
 
 /**
  * PodDisruptionBudget (policy/v1): how many of the pods a selector picks
@@ -114,14 +113,7 @@ export function podDisruptionBudgetDefinition(): ResourceDefinition {
       { name: 'Allowed Disruptions', type: 'integer', jsonPath: '.status.disruptionsAllowed', description: 'Evictions currently allowed.', compute: (obj) => asNumber(asRecord(obj['status'])?.['disruptionsAllowed']) ?? 0 },
     ],
     strategy: {
-      prepareForCreate(obj) {
-        resetStatus(obj);
-        obj.metadata = { ...(obj.metadata ?? {}), generation: 1 };
-      },
-      prepareForUpdate(obj, old) {
-        keepStatus(obj, old);
-        obj.metadata = { ...(obj.metadata ?? {}), generation: nextGeneration(obj, old, true) };
-      },
+      ...statusAndGenerationHooks(),
       validate: (obj) => [...validateSpec(obj), ...validateStatus(obj)],
     },
     allowUnconditionalUpdate: true,

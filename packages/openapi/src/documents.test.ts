@@ -238,6 +238,7 @@ describe('documents follow the registry', () => {
         'apis/rbac.authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/rbac.authorization.svc.io/v1?hash=rbac.authorization.svc.io-v1' },
         'apis/authorization.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/authorization.svc.io/v1?hash=authorization.svc.io-v1' },
         'apis/admissionregistration.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/admissionregistration.svc.io/v1?hash=admissionregistration.svc.io-v1' },
+        'apis/flowcontrol.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/flowcontrol.svc.io/v1?hash=flowcontrol.svc.io-v1' },
         'apis/apiextensions.svc.io/v1': { serverRelativeURL: '/openapi/v3/apis/apiextensions.svc.io/v1?hash=apiextensions.svc.io-v1' },
       },
     });
@@ -385,6 +386,13 @@ describe('discovery documents', () => {
           name: 'events.svc.io',
           versions: [{ groupVersion: 'events.svc.io/v1', version: 'v1' }],
           preferredVersion: { groupVersion: 'events.svc.io/v1', version: 'v1' },
+        },
+        {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          name: 'flowcontrol.svc.io',
+          versions: [{ groupVersion: 'flowcontrol.svc.io/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'flowcontrol.svc.io/v1', version: 'v1' },
         },
         {
           kind: 'APIGroup',

@@ -19,6 +19,8 @@ const PACKAGES: Record<string, string> = {
   'policy/v1beta1': 'svc.api.policy.v1',
   'events.svc.io/v1': 'svc.api.events.v1',
   'events.k8s.io/v1': 'svc.api.events.v1',
+  'flowcontrol.svc.io/v1': 'svc.api.flowcontrol.v1',
+  'flowcontrol.apiserver.k8s.io/v1': 'svc.api.flowcontrol.v1',
   'authentication.svc.io/v1': 'svc.api.authentication.v1',
   'authentication.svc.io/v1beta1': 'svc.api.authentication.v1beta1',
   // Clients built against the upstream type names send these in the

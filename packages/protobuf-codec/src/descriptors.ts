@@ -9,6 +9,7 @@ import { file_svc_api_admissionregistration_v1_generated } from './gen/svc/api/a
 import { file_svc_api_coordination_v1_generated } from './gen/svc/api/coordination/v1/generated_pb';
 import { file_svc_api_core_v1_generated } from './gen/svc/api/core/v1/generated_pb';
 import { file_svc_api_events_v1_generated } from './gen/svc/api/events/v1/generated_pb';
+import { file_svc_api_flowcontrol_v1_generated } from './gen/svc/api/flowcontrol/v1/generated_pb';
 import { file_svc_api_meta_v1_generated } from './gen/svc/api/meta/v1/generated_pb';
 import { file_svc_api_policy_v1_generated } from './gen/svc/api/policy/v1/generated_pb';
 import { file_svc_api_runtime_generated } from './gen/svc/api/runtime/generated_pb';
@@ -22,6 +23,7 @@ export const API_REGISTRY: Registry = createRegistry(
   file_svc_api_coordination_v1_generated,
   file_svc_api_policy_v1_generated,
   file_svc_api_events_v1_generated,
+  file_svc_api_flowcontrol_v1_generated,
   file_svc_api_authentication_v1_generated,
   file_svc_api_authentication_v1beta1_generated,
   file_svc_api_rbac_v1_generated,

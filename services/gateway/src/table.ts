@@ -51,15 +51,19 @@ function valueAt(obj: ApiObject, jsonPath: string): unknown {
 
 export function toTable(def: ResourceDefinition, objects: ApiObject[], group: string, version: string, include: IncludeObject, now: Date = new Date()): Table {
   const custom = def.printerColumns.length > 0;
+  // A kind that places Age itself (a date column named Age) gets no trailing one.
+  const ownAge = def.printerColumns.some((c) => c.name === 'Age' && c.type === 'date');
   const columns: TableColumn[] = [{ name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 }];
   for (const c of def.printerColumns) {
     columns.push({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 });
   }
-  columns.push(
-    custom
-      ? { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created.', priority: 0 }
-      : { name: 'Created At', type: 'date', format: '', description: 'CreationTimestamp is the time the object was created.', priority: 0 },
-  );
+  if (!ownAge) {
+    columns.push(
+      custom
+        ? { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created.', priority: 0 }
+        : { name: 'Created At', type: 'date', format: '', description: 'CreationTimestamp is the time the object was created.', priority: 0 },
+    );
+  }
   const rows = objects.map((obj) => {
     const created = obj.metadata?.creationTimestamp;
     const cells: unknown[] = [obj.metadata?.name ?? ''];
@@ -67,7 +71,7 @@ export function toTable(def: ResourceDefinition, objects: ApiObject[], group: st
       const v = c.compute ? c.compute(obj) : valueAt(obj, c.jsonPath);
       cells.push(c.type === 'date' && typeof v === 'string' ? humanDuration(now.getTime() - Date.parse(v)) : v ?? '<none>');
     }
-    cells.push(custom ? (created ? humanDuration(now.getTime() - Date.parse(created)) : '<unknown>') : created ?? '');
+    if (!ownAge) cells.push(custom ? (created ? humanDuration(now.getTime() - Date.parse(created)) : '<unknown>') : created ?? '');
     const row: { cells: unknown[]; object?: unknown } = { cells };
     if (include === 'Object') row.object = obj;
     else if (include === 'Metadata') row.object = { kind: 'PartialObjectMetadata', apiVersion: `${group}/${version}`, metadata: obj.metadata ?? {} };
