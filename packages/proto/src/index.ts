@@ -8,3 +8,4 @@ export * as watch from './gen/svc/watch/v1/watch';
 export * as authn from './gen/svc/authn/v1/authn';
 export * as authz from './gen/svc/authz/v1/authz';
 export * as admission from './gen/svc/admission/v1/admission';
+export * as health from './gen/grpc/health/v1/health';

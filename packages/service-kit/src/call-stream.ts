@@ -202,22 +202,60 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
+/** How many `Calls` streams a client keeps open at once (see CallStream). */
+export const DEFAULT_CALL_STREAMS = 4;
 /**
- * The calling side: opens the stream on first use and again after it broke.
- * A call that gets no answer within its timeout fails with 504 (and a
- * cancel frame tells the callee); a broken stream fails every open call as a
- * unary call would fail (503 with Retry-After when the service is down).
+ * How long a `Calls` stream takes new calls. Well under the server's
+ * connection-age grace (grpc.ts), so no call is left on a connection the
+ * server is about to close, and streams move to replicas that appeared.
+ */
+export const DEFAULT_STREAM_MAX_AGE_MS = 30_000;
+
+export interface CallStreamOptions {
+  /** Streams open at once, calls taking turns among them (default DEFAULT_CALL_STREAMS). */
+  streams?: number;
+  /** How long a stream takes new calls before it is replaced (default DEFAULT_STREAM_MAX_AGE_MS). */
+  maxStreamAgeMs?: number;
+  /** The clock (tests). */
+  now?: () => number;
+}
+
+interface Slot {
+  stream: grpc.ClientDuplexStream<Frame, Frame>;
+  openedAt: number;
+}
+
+/**
+ * The calling side. A stream is one HTTP/2 stream, so it stays on the
+ * replica the channel's balancer picked when it opened: the client keeps
+ * several streams, opened one after another (the round-robin balancer puts
+ * each on the next replica) and takes turns among them, and replaces each
+ * after `maxStreamAgeMs` (the old one ends once its calls are answered), so
+ * calls spread over the replicas and follow them as they change.
+ *
+ * A stream opens on first use and again after it broke. A call that gets
+ * no answer within its timeout fails with 504 (and a cancel frame tells the
+ * callee); a broken stream fails every open call as a unary call would fail
+ * (503 with Retry-After when the service is down).
  */
 export class CallStream {
-  private stream: grpc.ClientDuplexStream<Frame, Frame> | undefined;
+  private readonly slots: Array<Slot | undefined>;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
+  private nextSlot = 0;
   private closed = false;
+  private readonly maxAgeMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly service: string,
     private readonly openStream: () => grpc.ClientDuplexStream<Frame, Frame>,
-  ) {}
+    options: CallStreamOptions = {},
+  ) {
+    this.slots = new Array<Slot | undefined>(Math.max(1, options.streams ?? DEFAULT_CALL_STREAMS)).fill(undefined);
+    this.maxAgeMs = options.maxStreamAgeMs ?? DEFAULT_STREAM_MAX_AGE_MS;
+    this.now = options.now ?? Date.now;
+  }
 
   call<Req, Res>(method: UnaryMethodDefinition<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
     if (this.closed) return Promise.reject(ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
@@ -231,7 +269,7 @@ export class CallStream {
           new Promise<Frame>((resolve, reject) => {
             const timer = setTimeout(() => {
               if (!this.pending.delete(id)) return;
-              if (!stream.destroyed) stream.write(frame({ id, cancel: true }));
+              if (!stream.destroyed && !stream.writableEnded) stream.write(frame({ id, cancel: true }));
               reject(ApiError.timeout(`the ${this.service} service did not answer in time`, 1));
             }, timeoutMs);
             this.pending.set(id, { stream, resolve, reject, timer });
@@ -254,23 +292,36 @@ export class CallStream {
       );
   }
 
-  /** Ends the stream; open calls fail with 503. */
+  /** Ends the streams; open calls fail with 503. */
   close(): void {
     this.closed = true;
-    const stream = this.stream;
-    this.stream = undefined;
-    if (stream) {
-      this.failAll(stream, ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
-      stream.cancel();
+    for (const [i, slot] of this.slots.entries()) {
+      this.slots[i] = undefined;
+      if (!slot) continue;
+      this.failAll(slot.stream, ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
+      slot.stream.cancel();
     }
   }
 
+  /** Streams open now (retired ones still answering are not counted). */
+  get openStreams(): number {
+    return this.slots.filter((s) => s !== undefined).length;
+  }
+
+  /** The stream the next call travels on: the next slot's, replaced when broken or too old. */
   private current(): grpc.ClientDuplexStream<Frame, Frame> {
-    if (this.stream && !this.stream.destroyed) return this.stream;
+    const index = this.nextSlot;
+    this.nextSlot = (this.nextSlot + 1) % this.slots.length;
+    const slot = this.slots[index];
+    if (slot && !slot.stream.destroyed) {
+      if (this.now() - slot.openedAt < this.maxAgeMs) return slot.stream;
+      // Half-closed, the stream ends once the calls on it are answered (CallsServer).
+      slot.stream.end();
+    }
     const stream = this.openStream();
-    this.stream = stream;
+    this.slots[index] = { stream, openedAt: this.now() };
     const broken = (err: ApiError): void => {
-      if (this.stream === stream) this.stream = undefined;
+      if (this.slots[index]?.stream === stream) this.slots[index] = undefined;
       this.failAll(stream, err);
     };
     stream.on('data', (f: Frame) => {

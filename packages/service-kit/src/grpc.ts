@@ -4,6 +4,8 @@ import { ApiError, type Status } from '@svc/apimachinery';
 import type { Logger } from './logger';
 import { methodOfFunction, observeCall, type CallTransport, type ObservedCall } from './call-hooks';
 import { callerCheck, clientCredentials, serverCredentials, type InternalTls } from './internal-tls';
+import { HealthService, startHealthServer, type HealthServerHandle, type ReadinessCheck } from './health';
+import { balancedTarget, BALANCING_OPTIONS } from './balancing';
 
 /**
  * gRPC plumbing shared by every service: errors cross the wire as a gRPC
@@ -194,6 +196,10 @@ export interface GrpcServerHandle {
   /** The bound port (useful when the configured port was 0). */
   port: number;
   address: string;
+  /** The plaintext health port's `host:port`, when one was asked for. */
+  healthAddress?: string;
+  /** The grpc.health.v1 service the server answers with. */
+  health: HealthService;
   close(): Promise<void>;
 }
 
@@ -211,27 +217,78 @@ export interface ServerSecurity {
   log: Logger;
 }
 
+/**
+ * How long a client connection lives before the server asks the client to
+ * go elsewhere (HTTP/2 GOAWAY; grpc-js adds up to 10% jitter): the client
+ * resolves its target again, so replicas started since are balanced onto.
+ * Calls open on the old connection have the grace to finish; the `Calls`
+ * streams of call-stream.ts move to new streams well within it.
+ */
+export const MAX_CONNECTION_AGE_MS = 120_000;
+export const MAX_CONNECTION_AGE_GRACE_MS = 60_000;
+
+export interface GrpcServerOptions {
+  security: ServerSecurity;
+  drain?: () => void;
+  /**
+   * The grpc.health.v1 service (health.ts), always served on the internal
+   * port (to any caller holding a certificate of the internal CA) and, with
+   * `bindAddress`, on a plaintext port serving nothing else
+   * (`--health-bind-address`). `ready` says whether the server can do its
+   * work (always, without).
+   */
+  health?: { ready?: ReadinessCheck; bindAddress?: string; timeoutMs?: number };
+}
+
+/** `svc.storage.v1.Storage` of a generated service definition (its methods' paths say it). */
+function serviceNameOf(definition: grpc.ServiceDefinition): string {
+  const path = Object.values(definition)[0]?.path ?? '';
+  return path.slice(1, path.lastIndexOf('/'));
+}
+
 export async function startGrpcServer(
   address: string,
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>,
-  options: { security: ServerSecurity; drain?: () => void },
+  options: GrpcServerOptions,
 ): Promise<GrpcServerHandle> {
   const { security } = options;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
+    'grpc.max_connection_age_grace_ms': MAX_CONNECTION_AGE_GRACE_MS,
     interceptors: [callerCheck(security.allowedCallers, security.log)],
   });
   for (const s of services) server.addService(s.definition, s.implementation);
+  const healthService = new HealthService({
+    services: services.map((s) => serviceNameOf(s.definition)),
+    log: security.log,
+    ...(options.health?.ready ? { ready: options.health.ready } : {}),
+    ...(options.health?.timeoutMs !== undefined ? { timeoutMs: options.health.timeoutMs } : {}),
+  });
+  server.addService(healthService.definition, healthService.implementation);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, serverCredentials(security.tls), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
+  let healthServer: HealthServerHandle | undefined;
+  if (options.health?.bindAddress) {
+    try {
+      healthServer = await startHealthServer(options.health.bindAddress, healthService);
+    } catch (err) {
+      server.forceShutdown();
+      throw err;
+    }
+  }
   const host = address.slice(0, address.lastIndexOf(':'));
   return {
     port,
     address: `${host}:${port}`,
+    ...(healthServer ? { healthAddress: healthServer.address } : {}),
+    health: healthService,
     close: () =>
       new Promise<void>((resolve) => {
+        healthService.shutdown();
+        void healthServer?.close();
         options.drain?.();
         const timer = setTimeout(() => {
           server.forceShutdown();
@@ -257,12 +314,17 @@ export const CLIENT_OPTIONS: grpc.ClientOptions = {
   'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   'grpc.keepalive_time_ms': 30000,
   'grpc.enable_retries': 1,
+  ...BALANCING_OPTIONS,
 };
 
-/** A generated client's constructor arguments for calling `identity` at `address` with mutual TLS. */
+/**
+ * A generated client's constructor arguments for calling `identity` at
+ * `address` with mutual TLS, balancing calls round-robin over every replica
+ * the address names (see balancing.ts for the forms it takes).
+ */
 export function channelTo(address: string, identity: string, tls: InternalTls): [string, grpc.ChannelCredentials, grpc.ClientOptions] {
   const { credentials, options } = clientCredentials(tls, identity);
-  return [address, credentials, { ...CLIENT_OPTIONS, ...options }];
+  return [balancedTarget(address), credentials, { ...CLIENT_OPTIONS, ...options }];
 }
 
 export interface CallOptions {

@@ -24,10 +24,25 @@ export {
   type UnaryHandler,
   type CallOptions,
   type GrpcServerHandle,
+  type GrpcServerOptions,
   type ServerSecurity,
+  MAX_CONNECTION_AGE_MS,
+  MAX_CONNECTION_AGE_GRACE_MS,
 } from './grpc';
-export { CallsServer, CallStream, type UnaryMethodDefinition } from './call-stream';
-export { runMain } from './main';
+export { CallsServer, CallStream, DEFAULT_CALL_STREAMS, DEFAULT_STREAM_MAX_AGE_MS, type CallStreamOptions, type UnaryMethodDefinition } from './call-stream';
+export {
+  HealthService,
+  ServingStatus,
+  LIVENESS_SERVICE,
+  HEALTH_FLAGS,
+  startHealthServer,
+  type HealthOptions,
+  type ReadinessCheck,
+  type HealthServerHandle,
+} from './health';
+export { balancedTarget, addressEntries, BALANCING_OPTIONS } from './balancing';
+export { runMain, versionRequest } from './main';
+export { versionInfo, versionText, readBuildInfo, DEFAULT_GIT_VERSION, BUILD_INFO_FILE, type VersionInfo, type BuildInfo } from './version';
 export { toProtoUser, fromProtoUser } from './user';
 export * from './ttl-cache';
 export {

@@ -76,10 +76,14 @@ export function peerIdentity(authContext: { sslPeerCertificate?: { subject?: { C
   return typeof name === 'string' && name.length > 0 ? name : undefined;
 }
 
+/** The health service answers every holder of an internal certificate (probes use the service's own). */
+const OPEN_TO_EVERY_IDENTITY = '/grpc.health.v1.Health/';
+
 /**
  * A server interceptor that lets through only calls from `allowed`
  * identities, for every method the server has and will have (unary,
- * streaming and the Calls streams alike).
+ * streaming and the Calls streams alike); the health service takes any
+ * identity the internal CA vouches for.
  */
 export function callerCheck(allowed: readonly string[], log: Logger): grpc.ServerInterceptor {
   return (method, call) =>
@@ -88,7 +92,7 @@ export function callerCheck(allowed: readonly string[], log: Logger): grpc.Serve
         next({
           onReceiveMetadata: (metadata, proceed) => {
             const caller = peerIdentity(call.getAuthContext());
-            if (caller !== undefined && allowed.includes(caller)) {
+            if (caller !== undefined && (allowed.includes(caller) || method.path.startsWith(OPEN_TO_EVERY_IDENTITY))) {
               proceed(metadata);
               return;
             }

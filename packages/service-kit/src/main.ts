@@ -3,6 +3,7 @@ import { createLogger, LOG_LEVELS, type LogLevel } from './logger';
 import { startTracing, stopTracing } from './tracing';
 import { readTracingConfigFile, tracingSettings } from './tracing-config';
 import { startProcessMetrics, type MetricsEndpoint } from './metrics-server';
+import { versionText } from './version';
 
 /**
  * Every service takes `--log-level`, settable as well by `SVC_LOG_LEVEL`
@@ -11,6 +12,11 @@ import { startProcessMetrics, type MetricsEndpoint } from './metrics-server';
  */
 const LOG_LEVEL_FLAG = {
   'log-level': { description: `Least severe level logged: ${LOG_LEVELS.join(', ')} (default: SVC_LOG_LEVEL, else info)` },
+};
+
+/** Listed by `--help`; answered before any other flag is read (versionRequest). */
+const VERSION_FLAG = {
+  version: { description: 'Print the version and exit; --version=raw prints every field of the build (JSON)' },
 };
 
 export function logLevelFrom(flags: Pick<ParsedFlags, 'getOptional'>): LogLevel {
@@ -23,8 +29,21 @@ export function logLevelFrom(flags: Pick<ParsedFlags, 'getOptional'>): LogLevel 
 }
 
 /**
- * The shape of every service's `main`: parse flags (or print `--help`), start,
- * and stop cleanly on SIGINT/SIGTERM.
+ * `--version` (`--version=true`) prints `<service> <gitVersion>`, `--version=raw`
+ * every field of the build (version.ts); undefined when not asked.
+ */
+export function versionRequest(service: string, argv: readonly string[]): string | undefined {
+  for (const arg of argv) {
+    if (arg === '--') break;
+    if (arg === '--version' || arg === '--version=true') return versionText(service, false);
+    if (arg === '--version=raw') return versionText(service, true);
+  }
+  return undefined;
+}
+
+/**
+ * The shape of every service's `main`: parse flags (or print `--help` or
+ * `--version`), start, and stop cleanly on SIGINT/SIGTERM.
  */
 export function runMain(
   service: string,
@@ -32,9 +51,14 @@ export function runMain(
   start: (flags: ParsedFlags) => Promise<{ close(): Promise<void> }>,
   argv: readonly string[] = process.argv.slice(2),
 ): void {
-  const allSpecs: FlagSpecs = { ...LOG_LEVEL_FLAG, ...specs };
+  const allSpecs: FlagSpecs = { ...LOG_LEVEL_FLAG, ...VERSION_FLAG, ...specs };
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(usage(service, allSpecs) + '\n');
+    return;
+  }
+  const version = versionRequest(service, argv);
+  if (version !== undefined) {
+    process.stdout.write(version);
     return;
   }
   let flags: ParsedFlags;

@@ -1,10 +1,11 @@
 import * as fs from 'node:fs';
-import { FlagError, INTERNAL_TLS_FLAGS, METRICS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { FlagError, HEALTH_FLAGS, INTERNAL_TLS_FLAGS, METRICS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import type { WebhookSettings } from './server';
 import { DEFAULT_MAX_RESPONSE_BYTES } from './webhook/dispatcher';
 
 export const ADMISSION_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
+  ...HEALTH_FLAGS,
   ...METRICS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7104' },
   'storage-address': { description: 'Address of the storage service (host:port)', default: '127.0.0.1:7101' },

@@ -5,6 +5,7 @@ import { start } from './server';
 runMain('admission', ADMISSION_FLAGS, (flags) =>
   start({
     listen: flags.get('listen'),
+    healthBindAddress: flags.get('health-bind-address'),
     internalTls: internalTlsFromFlags(flags),
     storageAddress: flags.get('storage-address'),
     namespaceCacheTtlMs: flags.getInt('namespace-cache-ttl-ms'),

@@ -23,6 +23,8 @@ const ALLOWED_CALLERS = ['gateway'];
 
 export interface AdmissionConfig {
   listen: string;
+  /** host:port of the plaintext grpc.health.v1 port; empty or unset: none. */
+  healthBindAddress?: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   /** Address of the storage service, for plugins that read state. */
@@ -90,6 +92,8 @@ export function policyValidator(deps: AdmissionStepDeps): ValidatingPolicyStep {
 export interface AdmissionHandle {
   address: string;
   port: number;
+  /** The plaintext health port's host:port, when --health-bind-address asked for one. */
+  healthAddress?: string;
   close(): Promise<void>;
 }
 
@@ -310,11 +314,12 @@ export async function start(config: AdmissionConfig): Promise<AdmissionHandle> {
   };
   const calls = new CallsServer(log, admission.AdmissionService, unaryMethods, ['admit']);
   const implementation: admission.AdmissionServer = { ...unaryMethods, calls: calls.handler };
-  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, drain: () => calls.drain() });
+  const server = await startGrpcServer(config.listen, [{ definition: admission.AdmissionService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, health: { ready: () => configurations?.ready ?? true, bindAddress: config.healthBindAddress ?? '' }, drain: () => calls.drain() });
   log.info('admission listening', { address: server.address, plugins: plugins.map((p) => p.name), webhooks: webhooks !== undefined });
   return {
     address: server.address,
     port: server.port,
+    ...(server.healthAddress ? { healthAddress: server.healthAddress } : {}),
     close: async () => {
       await server.close();
       await feed?.stop();

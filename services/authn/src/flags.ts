@@ -1,10 +1,11 @@
-import { INTERNAL_TLS_FLAGS, METRICS_FLAGS, listFlag, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { HEALTH_FLAGS, INTERNAL_TLS_FLAGS, METRICS_FLAGS, listFlag, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import * as fs from 'node:fs';
 import { ASYMMETRIC_ALGORITHMS, type JwtIssuerSettings } from './jwt-authenticator';
 import type { RequestHeaderConfig, ServiceAccountConfig, TokenWebhookConfig } from './server';
 
 export const AUTHN_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
+  ...HEALTH_FLAGS,
   ...METRICS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7102' },
   'client-ca-file': { description: 'PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)', default: '' },

@@ -3,7 +3,7 @@ import { AUTHN_FLAGS, anonymousAuthEnabled, apiAudiences, authenticationConfigFi
 import { start } from './server';
 
 runMain('authn', AUTHN_FLAGS, async (flags) => {
-  const config: Parameters<typeof start>[0] = { listen: flags.get('listen'), internalTls: internalTlsFromFlags(flags), anonymousAuth: anonymousAuthEnabled(flags) };
+  const config: Parameters<typeof start>[0] = { listen: flags.get('listen'), healthBindAddress: flags.get('health-bind-address'), internalTls: internalTlsFromFlags(flags), anonymousAuth: anonymousAuthEnabled(flags) };
   if (flags.get('client-ca-file')) config.clientCaFile = flags.get('client-ca-file');
   if (flags.get('token-auth-file')) config.tokenAuthFile = flags.get('token-auth-file');
   if (flags.getBool('enable-bootstrap-token-auth')) config.enableBootstrapTokenAuth = true;

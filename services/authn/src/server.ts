@@ -48,6 +48,8 @@ export interface TokenWebhookConfig {
 
 export interface AuthnConfig {
   listen: string;
+  /** host:port of the plaintext grpc.health.v1 port; empty or unset: none. */
+  healthBindAddress?: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   /** PEM bundle of CAs that sign client certificates. */
@@ -78,6 +80,8 @@ export interface AuthnConfig {
 export interface AuthnHandle {
   address: string;
   port: number;
+  /** The plaintext health port's host:port, when --health-bind-address asked for one. */
+  healthAddress?: string;
   close(): Promise<void>;
 }
 
@@ -194,11 +198,12 @@ export async function start(config: AuthnConfig): Promise<AuthnHandle> {
       return { token: issued.token, expirationUnix: Math.floor(issued.expires.getTime() / 1000) };
     }),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
+  const server = await startGrpcServer(config.listen, [{ definition: authn.AuthnService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, health: { bindAddress: config.healthBindAddress ?? '' } });
   log.info('authn listening', { address: server.address, methods: tokenAuthenticators.map((m) => m.name) });
   return {
     address: server.address,
     port: server.port,
+    ...(server.healthAddress ? { healthAddress: server.healthAddress } : {}),
     close: async () => {
       jwt.close();
       await server.close();

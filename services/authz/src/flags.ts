@@ -1,9 +1,10 @@
-import { INTERNAL_TLS_FLAGS, METRICS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
+import { HEALTH_FLAGS, INTERNAL_TLS_FLAGS, METRICS_FLAGS, parseDuration, type FlagSpecs, type ParsedFlags } from '@svc/service-kit';
 import { AuthorizationConfigError } from './authorizer';
 import type { WebhookAuthorizerOptions } from './webhook-authorizer';
 
 export const AUTHZ_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
+  ...HEALTH_FLAGS,
   ...METRICS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7103' },
   'authorization-mode': { description: 'Comma-separated ordered list of modes: AlwaysAllow, AlwaysDeny, ABAC, Node, RBAC, Webhook (system:masters is always allowed); not with --authorization-config', default: 'AlwaysDeny' },

@@ -8,6 +8,7 @@ runMain('authz', AUTHZ_FLAGS, async (flags) => {
   const webhook = configFile ? undefined : webhookOptions(flags);
   return start({
     listen: flags.get('listen'),
+    healthBindAddress: flags.get('health-bind-address'),
     internalTls: internalTlsFromFlags(flags),
     modes: configFile ? [] : parseModes(flags.get('authorization-mode')),
     ...(configFile ? { authorizationConfigFile: configFile } : {}),

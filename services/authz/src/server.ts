@@ -18,6 +18,8 @@ const ALLOWED_CALLERS = ['gateway', 'admission'];
 
 export interface AuthzConfig {
   listen: string;
+  /** host:port of the plaintext grpc.health.v1 port; empty or unset: none. */
+  healthBindAddress?: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   /** The `--authorization-mode` list; ignored when `authorizationConfigFile` is given. */
@@ -41,6 +43,8 @@ export interface AuthzConfig {
 export interface AuthzHandle {
   address: string;
   port: number;
+  /** The plaintext health port's host:port, when --health-bind-address asked for one. */
+  healthAddress?: string;
   close(): Promise<void>;
 }
 
@@ -150,11 +154,12 @@ export async function start(config: AuthzConfig): Promise<AuthzHandle> {
       return { covered: uncovered.length === 0, uncovered: uncovered.slice(0, 100).map(toProtoRule) };
     }),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
+  const server = await startGrpcServer(config.listen, [{ definition: authz.AuthzService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, health: { ready: () => (feed?.ready ?? true) && (nodeFeed?.ready ?? true), bindAddress: config.healthBindAddress ?? '' } });
   log.info('authz listening', { address: server.address, modes, ...(configured ? { authorizationConfig: configured.file, authorizers: configured.configuration.authorizers.map((a) => `${a.type}/${a.name}`) } : {}) });
   return {
     address: server.address,
     port: server.port,
+    ...(server.healthAddress ? { healthAddress: server.healthAddress } : {}),
     close: async () => {
       await server.close();
       configured?.close();

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { ApiError, canonicalGroup } from '@svc/apimachinery';
+import { versionInfo } from '@svc/service-kit';
 import type { GatewayDeps } from './backends';
 import { serveAggregatedDiscovery } from './aggregated-discovery';
 import { addAuditAnnotation, addWarning, requestInfoFrom } from './context';
@@ -36,17 +37,8 @@ const VERB_HANDLERS: Record<string, ResourceHandler> = {
   deletecollection: handleDeleteCollection,
 };
 
-export const SERVER_VERSION = {
-  major: '1',
-  minor: '32',
-  gitVersion: 'v1.32.0-svc',
-  gitCommit: '',
-  gitTreeState: 'clean',
-  buildDate: '2026-01-01T00:00:00Z',
-  goVersion: '',
-  compiler: 'node',
-  platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
-};
+/** The build's version (build-info.json, overridden by SVC_GIT_VERSION, SVC_GIT_COMMIT, SVC_BUILD_DATE). */
+export const SERVER_VERSION = versionInfo();
 
 const JSON_OUT = { kind: 'json', mediaType: 'application/json' } as const;
 

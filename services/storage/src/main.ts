@@ -10,6 +10,7 @@ runMain('storage', STORAGE_FLAGS, async (flags) => {
   const encryption = encryptionFromFlags(flags, logger);
   return start({
     listen: flags.get('listen'),
+    healthBindAddress: flags.get('health-bind-address'),
     internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     etcdTls: etcdTlsFromFlags(flags),

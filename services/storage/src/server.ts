@@ -13,6 +13,8 @@ const ALLOWED_CALLERS = ['gateway', 'admission', 'watch-fanout', 'authn', 'authz
 export interface StorageConfig {
   /** gRPC listen address, host:port (port 0 picks a free one). */
   listen: string;
+  /** host:port of the plaintext grpc.health.v1 port; empty or unset: none. */
+  healthBindAddress?: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
@@ -31,6 +33,8 @@ export interface StorageConfig {
 export interface StorageHandle {
   address: string;
   port: number;
+  /** The plaintext health port's host:port, when --health-bind-address asked for one. */
+  healthAddress?: string;
   store: EtcdStore;
   close(): Promise<void>;
 }
@@ -89,11 +93,17 @@ export async function start(config: StorageConfig): Promise<StorageHandle> {
   };
   const calls = new CallsServer(log, storage.StorageService, unaryMethods, ['get', 'create', 'update', 'delete', 'currentRevision']);
   const implementation: storage.StorageServer = { ...unaryMethods, calls: calls.handler };
-  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log }, drain: () => calls.drain() });
+  const server = await startGrpcServer(config.listen, [{ definition: storage.StorageService, implementation }], {
+    security: { tls, allowedCallers: ALLOWED_CALLERS, log },
+    drain: () => calls.drain(),
+    // Serving while etcd answers (the health service bounds the wait).
+    health: { ready: async () => (await store.currentRevision()).revision >= 0, bindAddress: config.healthBindAddress ?? '' },
+  });
   log.info('storage listening', { address: server.address, etcd: config.etcdEndpoints });
   return {
     address: server.address,
     port: server.port,
+    ...(server.healthAddress ? { healthAddress: server.healthAddress } : {}),
     store,
     close: async () => {
       counting.stop();

@@ -1,10 +1,11 @@
-import { INTERNAL_TLS_FLAGS, METRICS_FLAGS, type FlagSpecs } from '@svc/service-kit';
+import { HEALTH_FLAGS, INTERNAL_TLS_FLAGS, METRICS_FLAGS, type FlagSpecs } from '@svc/service-kit';
 import { ETCD_TLS_FLAGS } from '@svc/storage/etcd-options';
 import { ENCRYPTION_FLAGS } from '@svc/storage/encryption';
 import { NATS_TLS_FLAGS } from './nats-options';
 
 export const WATCH_FANOUT_FLAGS: FlagSpecs = {
   ...INTERNAL_TLS_FLAGS,
+  ...HEALTH_FLAGS,
   ...METRICS_FLAGS,
   listen: { description: 'gRPC listen address (host:port)', default: '127.0.0.1:7105' },
   'etcd-servers': { description: 'Comma-separated etcd client URLs', default: 'https://127.0.0.1:2379' },

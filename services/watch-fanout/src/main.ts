@@ -11,6 +11,7 @@ runMain('watch-fanout', WATCH_FANOUT_FLAGS, async (flags) => {
   const encryption = encryptionFromFlags(flags, logger);
   const config: Parameters<typeof start>[0] = {
     listen: flags.get('listen'),
+    healthBindAddress: flags.get('health-bind-address'),
     internalTls: internalTlsFromFlags(flags),
     etcdEndpoints: flags.get('etcd-servers').split(',').filter(Boolean),
     etcdTls: etcdTlsFromFlags(flags),

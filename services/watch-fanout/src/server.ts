@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3, type IKeyValue } from 'etcd3';
 import { etcdClientOptions, etcdTlsOptions, type EtcdTlsFiles } from '@svc/storage/etcd-options';
 import { PLAIN_TRANSFORMER, ValueTransformError, type EncryptionAtRest } from '@svc/storage/encryption';
-import { connect, consumerOpts, type NatsConnection } from 'nats';
+import { connect, consumerOpts, Events, type NatsConnection } from 'nats';
 import { ApiError } from '@svc/apimachinery';
 import { watch } from '@svc/proto';
 import { createLogger, serverStream, startGrpcServer, unary, type Logger, loadInternalTls, type InternalTlsFiles } from '@svc/service-kit';
@@ -17,6 +17,8 @@ const ALLOWED_CALLERS = ['gateway', 'authz', 'admission'];
 
 export interface WatchFanoutConfig {
   listen: string;
+  /** host:port of the plaintext grpc.health.v1 port; empty or unset: none. */
+  healthBindAddress?: string;
   /** This service's internal certificate and the internal CA (mutual TLS on every gRPC edge). */
   internalTls: InternalTlsFiles;
   etcdEndpoints: string[];
@@ -51,6 +53,8 @@ export interface WatchFanoutConfig {
 export interface WatchFanoutHandle {
   address: string;
   port: number;
+  /** The plaintext health port's host:port, when --health-bind-address asked for one. */
+  healthAddress?: string;
   history: History;
   publisher: Publisher;
   close(): Promise<void>;
@@ -58,6 +62,8 @@ export interface WatchFanoutHandle {
 
 const DEFAULT_WINDOW_MS = 5 * 60 * 1000;
 const DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024;
+/** How long the health check waits for etcd's status. */
+const ETCD_HEALTH_TIMEOUT_MS = 1000;
 /** How long a catch-up waits for a revision the gateway saw before this replica did. */
 const CATCH_UP_WAIT_MS = 10_000;
 
@@ -72,6 +78,17 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
   const windowMs = config.historyWindowMs ?? DEFAULT_WINDOW_MS;
   const etcd = new Etcd3(etcdClientOptions(config.etcdEndpoints, { dialTimeout: 3000, ...etcdTlsOptions(config.etcdTls) }));
   const nc: NatsConnection = await connect(natsConnectOptions(config.natsUrl, id, config.natsTls));
+  let natsUp = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === Events.Disconnect) natsUp = false;
+      else if (s.type === Events.Reconnect) natsUp = true;
+    }
+  })();
+  const etcdAnswers = async (): Promise<boolean> => {
+    await etcd.maintenance.status({ deadline: Date.now() + ETCD_HEALTH_TIMEOUT_MS });
+    return true;
+  };
   const jsm = await nc.jetstreamManager();
   const maxBytes = config.historyMaxBytes ?? DEFAULT_HISTORY_BYTES;
   await ensureStream(jsm, windowMs, maxBytes);
@@ -146,12 +163,17 @@ export async function start(config: WatchFanoutConfig): Promise<WatchFanoutHandl
     }),
     head: unary(log, 'Head', async () => ({ revision: history.head, oldestRevision: Math.max(history.completeFrom, 0) })),
   };
-  const server = await startGrpcServer(config.listen, [{ definition: watch.WatchFanoutService, implementation }], { security: { tls, allowedCallers: ALLOWED_CALLERS, log } });
+  const server = await startGrpcServer(config.listen, [{ definition: watch.WatchFanoutService, implementation }], {
+    security: { tls, allowedCallers: ALLOWED_CALLERS, log },
+    // Serving while connected to NATS (the history follows the bus) and etcd answers (the publisher's watch and catch-up reads need it).
+    health: { ready: async () => natsUp && !nc.isClosed() && (await etcdAnswers()), bindAddress: config.healthBindAddress ?? '' },
+  });
   log.info('watch-fanout listening', { address: server.address, id, windowMs });
 
   return {
     address: server.address,
     port: server.port,
+    ...(server.healthAddress ? { healthAddress: server.healthAddress } : {}),
     history,
     publisher,
     close: async () => {
