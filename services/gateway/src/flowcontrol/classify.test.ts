@@ -91,7 +91,7 @@ describe('flow schema matching', () => {
     const everyone = rules([{ kind: 'Group', group: { name: 'system:authenticated' } }], all);
     const schemas = [schema('b', 500, 'l', everyone, 'ByNamespace'), schema('a', 500, 'l', everyone, 'ByUser'), schema('z', 100, 'l', rules([{ kind: 'User', user: { name: 'carol' } }], all))];
     const digested = digestConfig(schemas.map(fs), [priorityLevelFrom(limited('l', 10))], 600);
-    expect(digested.flowSchemas.map((s) => s.name)).toEqual(['exempt', 'probes', 'z', 'a', 'b', 'catch-all']);
+    expect(digested.flowSchemas.map((s) => s.name)).toEqual(['exempt', 'z', 'a', 'b', 'catch-all']);
     const alice = classify(digested.flowSchemas, user('alice'), get) as FlowSchema;
     expect(alice.name).toBe('a');
     expect(flowDistinguisher(alice, user('alice'), get)).toBe('alice');
@@ -107,8 +107,8 @@ describe('configuration digest', () => {
   test('the mandatory objects are imagined when missing, and stored ones replace them', () => {
     const empty = digestConfig([], [], 600);
     expect([...empty.levels.keys()].sort()).toEqual(['catch-all', 'exempt']);
-    expect(empty.flowSchemas.map((s) => s.name)).toEqual(['exempt', 'probes', 'catch-all']);
-    expect(empty.imagined).toHaveLength(5);
+    expect(empty.flowSchemas.map((s) => s.name)).toEqual(['exempt', 'catch-all']);
+    expect(empty.imagined).toHaveLength(4);
     // The catch-all level alone holds every share: the whole server.
     expect(empty.levels.get('catch-all')).toMatchObject({ concurrencyLimit: 600, imagined: true });
     expect(empty.levels.get('exempt')?.concurrencyLimit).toBe(Infinity);

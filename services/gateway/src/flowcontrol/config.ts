@@ -1,4 +1,5 @@
 import type { ApiObject } from '@svc/apimachinery';
+import { mandatoryFlowSchemas, mandatoryPriorityLevelConfigurations, PRIORITY_LEVEL_CATCH_ALL, PRIORITY_LEVEL_EXEMPT } from '@svc/kinds';
 
 /**
  * The API Priority and Fairness configuration as the gateway reads it:
@@ -10,8 +11,7 @@ import type { ApiObject } from '@svc/apimachinery';
  * missing level left out (dangling).
  */
 
-export const FLOWCONTROL_GROUP = 'flowcontrol.svc.io';
-export const FLOWCONTROL_API_VERSION = `${FLOWCONTROL_GROUP}/v1`;
+export { FLOWCONTROL_GROUP } from '@svc/kinds';
 
 export interface Subject {
   kind: 'User' | 'Group' | 'ServiceAccount' | string;
@@ -165,37 +165,11 @@ export function priorityLevelFrom(obj: ApiObject): PriorityLevel {
   };
 }
 
-// The mandatory objects, imagined (as the original does) until the controller manager has created them.
-export const EXEMPT = 'exempt';
-export const CATCH_ALL = 'catch-all';
-export const PROBES = 'probes';
-const ALL_AUTHENTICATED: Subject[] = [
-  { kind: 'Group', group: { name: 'system:authenticated' } },
-  { kind: 'Group', group: { name: 'system:unauthenticated' } },
-];
-const EVERYTHING: Omit<PolicyRules, 'subjects'> = {
-  resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], clusterScope: true, namespaces: ['*'] }],
-  nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
-};
-
-export const MANDATORY_PRIORITY_LEVELS: readonly PriorityLevel[] = [
-  { name: EXEMPT, uid: '', resourceVersion: '', type: 'Exempt', nominalConcurrencyShares: 0, lendablePercent: 0, borrowingLimitPercent: undefined, queuing: undefined },
-  { name: CATCH_ALL, uid: '', resourceVersion: '', type: 'Limited', nominalConcurrencyShares: 5, lendablePercent: 0, borrowingLimitPercent: undefined, queuing: undefined },
-];
-
-export const MANDATORY_FLOW_SCHEMAS: readonly FlowSchema[] = [
-  { name: EXEMPT, uid: '', resourceVersion: '', priorityLevel: EXEMPT, matchingPrecedence: 1, distinguisherMethod: undefined, rules: [{ subjects: [{ kind: 'Group', group: { name: 'system:masters' } }], ...EVERYTHING }] },
-  {
-    name: PROBES,
-    uid: '',
-    resourceVersion: '',
-    priorityLevel: EXEMPT,
-    matchingPrecedence: 2,
-    distinguisherMethod: undefined,
-    rules: [{ subjects: ALL_AUTHENTICATED, nonResourceRules: [{ verbs: ['get'], nonResourceURLs: ['/healthz', '/readyz', '/livez'] }] }],
-  },
-  { name: CATCH_ALL, uid: '', resourceVersion: '', priorityLevel: CATCH_ALL, matchingPrecedence: 10000, distinguisherMethod: 'ByUser', rules: [{ subjects: ALL_AUTHENTICATED, ...EVERYTHING }] },
-];
+// The mandatory objects (the kinds' bootstrap configuration), imagined as the original does until the controller manager has created them.
+export const EXEMPT = PRIORITY_LEVEL_EXEMPT;
+export const CATCH_ALL = PRIORITY_LEVEL_CATCH_ALL;
+export const MANDATORY_PRIORITY_LEVELS: readonly PriorityLevel[] = mandatoryPriorityLevelConfigurations().map(priorityLevelFrom);
+export const MANDATORY_FLOW_SCHEMAS: readonly FlowSchema[] = mandatoryFlowSchemas().map(flowSchemaFrom);
 
 /** A priority level with the limits derived from the server's total. */
 export interface DigestedLevel {

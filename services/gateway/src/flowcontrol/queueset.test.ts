@@ -100,6 +100,13 @@ describe('queue set', () => {
     expect(qs.dump()).toMatchObject({ waiting: 3, executing: 1, rejected: 2 });
   });
 
+  test('a full queue refuses even when a few seats are free that no waiting request fits in', async () => {
+    const qs = new QueueSet({ concurrencyLimit: 4, queuing: { queues: 1, handSize: 1, queueLengthLimit: 2 } }, new FakeClock());
+    const tickets = Array.from({ length: 4 }, () => qs.start(params(1, { seats: 3 })));
+    expect(await settled(tickets)).toEqual(['execute', 'pending', 'pending', 'queue-full']);
+    expect(qs.executingSeats).toBe(3);
+  });
+
   test('a request waiting longer than its wait limit is refused with time-out and leaves its queue', async () => {
     const clock = new FakeClock();
     const qs = new QueueSet({ concurrencyLimit: 1, queuing: QUEUING }, clock);

@@ -7,8 +7,8 @@ import type { QueuingConfiguration } from './config';
  *
  * - Shuffle sharding: a flow's hash deals it a hand of `handSize` queues out
  *   of `queues`; the request joins the one of them holding the least work.
- * - A queue longer than `queueLengthLimit` refuses the request when the
- *   level's seats are all in use (429, reason queue-full).
+ * - A queue holding `queueLengthLimit` requests refuses the next one (429,
+ *   reason queue-full).
  * - Virtual time R (seat-seconds) advances at the rate each active queue
  *   would be served if the seats were shared evenly among them. Each queue
  *   keeps the R at which its next request may start; dispatch takes the
@@ -267,7 +267,9 @@ export class QueueSet {
       return ticket;
     }
     const queue = this.chooseQueue(params.hash);
-    if (this.seatsInUse >= this.config.concurrencyLimit && queue.waiting.length >= this.config.queuing.queueLengthLimit) {
+    // The original refuses only while every seat is taken; here a full queue always refuses, so a queue never outgrows its
+    // bound (wide requests can leave a few seats free that nothing waiting fits in).
+    if (queue.waiting.length >= this.config.queuing.queueLengthLimit) {
       this.reject(req, 'queue-full');
       return ticket;
     }
