@@ -21,9 +21,9 @@ describe('bootstrap signer pieces', () => {
   });
 
   test('--controllers: * is the default set, names add optional ones, -name removes, unknown names are refused', () => {
-    expect([...enabledControllers(['*'])].sort()).toEqual(['clusterrole-aggregation', 'customresourcedefinition', 'disruption', 'garbagecollector', 'namespace', 'rbac-bootstrap', 'serviceaccount', 'validatingadmissionpolicy-status']);
-    expect([...enabledControllers(['*', 'bootstrapsigner', 'tokencleaner'])].sort()).toEqual(['bootstrapsigner', 'clusterrole-aggregation', 'customresourcedefinition', 'disruption', 'garbagecollector', 'namespace', 'rbac-bootstrap', 'serviceaccount', 'tokencleaner', 'validatingadmissionpolicy-status']);
-    expect([...enabledControllers(['*', '-serviceaccount', '-rbac-bootstrap', '-clusterrole-aggregation', '-customresourcedefinition', '-validatingadmissionpolicy-status', '-disruption', '-garbagecollector'])]).toEqual(['namespace']);
+    expect([...enabledControllers(['*'])].sort()).toEqual(['clusterrole-aggregation', 'customresourcedefinition', 'disruption', 'flowcontrol-bootstrap', 'garbagecollector', 'namespace', 'rbac-bootstrap', 'serviceaccount', 'validatingadmissionpolicy-status']);
+    expect([...enabledControllers(['*', 'bootstrapsigner', 'tokencleaner'])].sort()).toEqual(['bootstrapsigner', 'clusterrole-aggregation', 'customresourcedefinition', 'disruption', 'flowcontrol-bootstrap', 'garbagecollector', 'namespace', 'rbac-bootstrap', 'serviceaccount', 'tokencleaner', 'validatingadmissionpolicy-status']);
+    expect([...enabledControllers(['*', '-serviceaccount', '-rbac-bootstrap', '-clusterrole-aggregation', '-customresourcedefinition', '-validatingadmissionpolicy-status', '-disruption', '-garbagecollector', '-flowcontrol-bootstrap'])]).toEqual(['namespace']);
     expect([...enabledControllers(['tokencleaner'])]).toEqual(['tokencleaner']);
     expect(() => enabledControllers(['*', 'csrsigner'])).toThrow('--controllers: unknown controller "csrsigner"');
   });

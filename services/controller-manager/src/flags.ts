@@ -5,7 +5,7 @@ export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
   kubeconfig: { description: 'Kubeconfig with the gateway URL and this process\'s credentials', required: true },
   listen: { description: 'HTTP listen address for /healthz, /livez and /readyz (host:port)', default: '127.0.0.1:7110' },
   controllers: {
-    description: 'Comma-separated controllers to run: * (every default one: namespace, serviceaccount, rbac-bootstrap, clusterrole-aggregation, customresourcedefinition, validatingadmissionpolicy-status, disruption, garbagecollector), a name to enable one (bootstrapsigner, tokencleaner are off by default), -name to disable one',
+    description: 'Comma-separated controllers to run: * (every default one: namespace, serviceaccount, rbac-bootstrap, flowcontrol-bootstrap, clusterrole-aggregation, customresourcedefinition, validatingadmissionpolicy-status, disruption, garbagecollector), a name to enable one (bootstrapsigner, tokencleaner are off by default), -name to disable one',
     default: '*',
   },
   'cluster-info-server': { description: 'Server URL the bootstrap signer publishes in the svc-public/cluster-info ConfigMap; default: the --kubeconfig server', default: '' },
@@ -14,10 +14,10 @@ export const CONTROLLER_MANAGER_FLAGS: FlagSpecs = {
     default: 'false',
     boolean: true,
   },
-  'rbac-bootstrap-kubeconfig': { description: 'Kubeconfig of a system:masters identity for the rbac-bootstrap controller, which writes the default roles; default: --kubeconfig', default: '' },
+  'rbac-bootstrap-kubeconfig': { description: 'Kubeconfig of a system:masters identity for the rbac-bootstrap and flowcontrol-bootstrap controllers, which write the default roles and the default API Priority and Fairness configuration; default: --kubeconfig', default: '' },
   'namespace-sync-period-seconds': { description: 'How often every namespace is looked at again, besides watching them', default: '30' },
   'leader-elect': {
-    description: 'Run the controllers only while this process holds the leader Lease, so several replicas can run and one takes over when the leader goes (rbac-bootstrap runs on every replica)',
+    description: 'Run the controllers only while this process holds the leader Lease, so several replicas can run and one takes over when the leader goes (rbac-bootstrap and flowcontrol-bootstrap run on every replica)',
     default: 'true',
     boolean: true,
   },

@@ -7,6 +7,7 @@ import { realClock, sleep } from './clock';
 import { CustomResourceDefinitionController } from './crd-controller';
 import { DisruptionController } from './disruption-controller';
 import { EventRecorder } from './event-recorder';
+import { FlowControlBootstrap } from './flowcontrol-bootstrap';
 import { GarbageCollector } from './garbage-collector';
 import { SharedInformerFactory } from './informer';
 import { apiLease, candidateIdentity, LeaderElector } from './leader-election';
@@ -36,8 +37,9 @@ export interface ControllerManagerConfig {
   useServiceAccountCredentials?: boolean;
   /**
    * Kubeconfig of the identity that writes the default roles and bindings
-   * (it must hold every permission it grants: `system:masters`); the
-   * `--kubeconfig` one when unset.
+   * (it must hold every permission it grants: `system:masters`) and the
+   * default API Priority and Fairness configuration; the `--kubeconfig` one
+   * when unset.
    */
   rbacBootstrapKubeconfig?: string;
   /** `--leader-elect` and its settings; without it the controllers run at once. */
@@ -70,7 +72,7 @@ export const CONTROLLER_MANAGER_REPORTER = 'svc-controller-manager';
 const LEADER_HEALTH_SLACK_MS = 20_000;
 
 /** Controllers that run unless disabled, and those that run only when named (as upstream). */
-export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition', 'validatingadmissionpolicy-status', 'disruption', 'garbagecollector'];
+export const DEFAULT_CONTROLLERS = ['namespace', 'serviceaccount', 'rbac-bootstrap', 'flowcontrol-bootstrap', 'clusterrole-aggregation', 'customresourcedefinition', 'validatingadmissionpolicy-status', 'disruption', 'garbagecollector'];
 export const OPTIONAL_CONTROLLERS = ['bootstrapsigner', 'tokencleaner'];
 
 /**
@@ -196,13 +198,22 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
   add('disruption', () => new DisruptionController(clientFor('disruption'), informers, controllerLog('disruption')));
   add('tokencleaner', () => new TokenCleaner(clientFor('tokencleaner'), informers, controllerLog('tokencleaner'), { resyncMs }));
   // Every replica writes the defaults, as every replica of the original server does at start: they are idempotent.
-  let bootstrap: Runnable | undefined;
-  if (enabled.has('rbac-bootstrap')) {
-    const bootstrapClient = config.rbacBootstrapKubeconfig ? new ApiClient(loadKubeconfig(config.rbacBootstrapKubeconfig)) : ownClient;
-    if (bootstrapClient !== ownClient) clients.push(bootstrapClient);
-    bootstrap = Object.assign(new RbacBootstrap(bootstrapClient, controllerLog('rbac-bootstrap')), { name: 'rbac-bootstrap' });
+  // The RBAC defaults and the API Priority and Fairness configuration are written with the privileged identity,
+  // as the original server writes both with its loopback one.
+  const bootstraps: Runnable[] = [];
+  let privileged: ApiClient | undefined;
+  const bootstrapClient = (): ApiClient => {
+    if (!privileged) {
+      privileged = config.rbacBootstrapKubeconfig ? new ApiClient(loadKubeconfig(config.rbacBootstrapKubeconfig)) : ownClient;
+      if (privileged !== ownClient) clients.push(privileged);
+    }
+    return privileged;
+  };
+  if (enabled.has('rbac-bootstrap')) bootstraps.push(Object.assign(new RbacBootstrap(bootstrapClient(), controllerLog('rbac-bootstrap')), { name: 'rbac-bootstrap' }));
+  if (enabled.has('flowcontrol-bootstrap')) {
+    bootstraps.push(Object.assign(new FlowControlBootstrap(bootstrapClient(), controllerLog('flowcontrol-bootstrap')), { name: 'flowcontrol-bootstrap' }));
   }
-  const names = [...(bootstrap ? [bootstrap.name] : []), ...elected.map((c) => c.name)];
+  const names = [...bootstraps.map((b) => b.name), ...elected.map((c) => c.name)];
 
   let controllersRunning = false;
   let controllersStopped: Promise<void> | undefined;
@@ -266,7 +277,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     };
     if (path === '/healthz' || path === '/livez') return answer(200, 'ok');
     if (path === '/readyz') {
-      const bootstrapped = bootstrap?.synced ?? true;
+      const bootstrapped = bootstraps.every((b) => b.synced);
       // A standby is ready: it waits for the Lease, which is its job.
       const ready = bootstrapped && (!isLeader() || elected.every((c) => c.synced));
       const role = elector ? (isLeader() ? ' (leading)' : ` (standby; leader: ${elector.leader() ?? 'none'})`) : '';
@@ -286,7 +297,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     health.listen(port, host, () => resolve());
   });
   const bound = (health.address() as { port: number }).port;
-  bootstrap?.start();
+  for (const b of bootstraps) b.start();
   if (elector) {
     void elector.run({
       onStartedLeading: startControllers,
@@ -313,7 +324,7 @@ export async function start(config: ControllerManagerConfig): Promise<Controller
     identity: elector?.identity,
     isLeader,
     close: async () => {
-      await Promise.all([stopControllers(), bootstrap?.stop()]);
+      await Promise.all([stopControllers(), ...bootstraps.map((b) => b.stop())]);
       // Given up only once the controllers stopped, so two never act at once.
       await elector?.stop();
       for (const c of clients) c.close();
