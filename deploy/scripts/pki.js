@@ -2,8 +2,8 @@
 // The one-shot PKI step of docker-compose.yml and deploy/kubernetes/pki-job.yaml.
 //
 // Makes (or keeps, when already there), with the same code `make up` uses
-// (@svc/testenv's ensurePki and ensureInternalPki, i.e. the openssl command
-// line):
+// (@svc/testenv's ensurePki and ensureInternalPki, which issue certificates in
+// process with @svc/service-kit/certificates: no openssl binary):
 //   - the client-facing CA, the gateway's serving certificate, the admin
 //     client certificate (CN svc-admin, O system:masters) and admin.kubeconfig,
 //     the controller-manager's client certificate (no group: it only mints its
@@ -165,27 +165,27 @@ async function main() {
     }
     if (existing.status !== 404) throw new Error(`reading secret ${namespace}/${marker}: HTTP ${existing.status} ${existing.body}`);
   }
-  const pki = ensurePki(path.resolve(flags.dir), hosts);
-  const internal = ensureInternalPki(path.join(pki.dir, 'internal'));
+  const pki = await ensurePki(path.resolve(flags.dir), hosts);
+  const internal = await ensureInternalPki(path.join(pki.dir, 'internal'));
   const kubeconfigPath = path.join(pki.dir, 'admin.kubeconfig');
   fs.writeFileSync(kubeconfigPath, kubeconfig(flags.server, pki.caCert, pki.adminCert, pki.adminKey), { mode: 0o600 });
   // The controller-manager's own identity holds no group: it only mints its controllers' service
   // account tokens. The writer of the default roles holds everything they grant (system:masters).
-  const clientIdentity = (name, user, groups) => {
+  const clientIdentity = async (name, user, groups) => {
     const cert = path.join(pki.dir, `${name}.crt`);
     return fs.existsSync(cert) ? { cert, key: path.join(pki.dir, `${name}.key`) } : issueClientCertificate(pki, name, user, groups);
   };
   const cmServer = flags['controller-manager-server'];
-  const cmIdentity = clientIdentity('controller-manager', 'system:svc-controller-manager', []);
+  const cmIdentity = await clientIdentity('controller-manager', 'system:svc-controller-manager', []);
   const cmKubeconfig = path.join(pki.dir, 'controller-manager.kubeconfig');
   fs.writeFileSync(cmKubeconfig, kubeconfig(cmServer, pki.caCert, cmIdentity.cert, cmIdentity.key, 'system:svc-controller-manager'), { mode: 0o600 });
-  const bootstrapIdentity = clientIdentity('rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
+  const bootstrapIdentity = await clientIdentity('rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
   const bootstrapKubeconfig = path.join(pki.dir, 'rbac-bootstrap.kubeconfig');
   fs.writeFileSync(bootstrapKubeconfig, kubeconfig(cmServer, pki.caCert, bootstrapIdentity.cert, bootstrapIdentity.key, 'system:svc-rbac-bootstrap'), { mode: 0o600 });
   // The NATS server reads its certificates where its consumer set is mounted (/pki in both deployments).
   const natsConf = path.join(pki.dir, 'nats.conf');
   fs.writeFileSync(natsConf, natsServerConfig({ listen: '0.0.0.0:4222', httpPort: 8222, storeDir: '/data', tls: { caFile: '/pki/internal-ca.crt', certFile: '/pki/tls.crt', keyFile: '/pki/tls.key' } }));
-  const monitoring = clientIdentity('prometheus', 'svc-prometheus', ['system:monitoring']);
+  const monitoring = await clientIdentity('prometheus', 'svc-prometheus', ['system:monitoring']);
   const files = consumerFiles(pki, internal, cmKubeconfig, bootstrapKubeconfig, natsConf, monitoring);
   process.stdout.write(`pki: ${pki.dir} holds the CAs, serving.crt (${hosts.join(', ')}), admin.kubeconfig (${flags.server}), controller-manager.kubeconfig (${cmServer}) and the internal certificates of ${INTERNAL_IDENTITIES.join(', ')}\n`);
   if (flags['export-dir']) {

@@ -1,12 +1,12 @@
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { commonName, createCertificateAuthority, createRsaPrivateKey, issueCertificate, userSubject, type CertificateUsage, type SubjectName } from '@svc/service-kit/certificates';
 
 /**
  * A certificate authority, a serving certificate for the gateway and an
- * admin client certificate (CN svc-admin, O system:masters), made with the
- * openssl command line. Existing files are kept, so a restarted environment
- * keeps its identity.
+ * admin client certificate (CN svc-admin, O system:masters), issued in
+ * process (@svc/service-kit/certificates: ECDSA P-256, 10 years). Existing
+ * files are kept, so a restarted environment keeps its identity.
  */
 export interface Pki {
   dir: string;
@@ -20,17 +20,16 @@ export interface Pki {
   serviceAccountKey: string;
 }
 
-function openssl(args: string[], cwd: string): void {
-  execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+function writePrivate(file: string, text: string): void {
+  fs.writeFileSync(file, text, { mode: 0o600 });
 }
 
-function issue(dir: string, name: string, subject: string, ext: string): void {
-  const key = `${name}.key`;
-  openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', key], dir);
-  openssl(['req', '-new', '-key', key, '-subj', subject, '-out', `${name}.csr`], dir);
-  fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3650', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.crt`], dir);
-  fs.rmSync(path.join(dir, `${name}.csr`));
+/** `<dir>/<name>.crt` and `.key`, signed by `<dir>/ca.crt` and `ca.key`. */
+async function issue(dir: string, name: string, subject: SubjectName, usage: CertificateUsage, hosts: string[] = []): Promise<void> {
+  const ca = { cert: fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8'), key: fs.readFileSync(path.join(dir, 'ca.key'), 'utf8') };
+  const issued = await issueCertificate(ca, { subject, usage, hosts });
+  writePrivate(path.join(dir, `${name}.key`), issued.key);
+  fs.writeFileSync(path.join(dir, `${name}.crt`), issued.cert);
 }
 
 /**
@@ -54,14 +53,12 @@ export interface InternalPki {
   identities: Record<InternalIdentity, CertificatePair>;
 }
 
-function sanOf(hosts: string[]): string {
-  return hosts.map((h) => (/^[0-9.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
-}
-
-function ensureCa(dir: string, name: string, subject: string): void {
+/** `<dir>/<name>.crt` and `.key`: a self-signed CA, made unless there. */
+async function ensureCa(dir: string, name: string, cn: string): Promise<void> {
   if (fs.existsSync(path.join(dir, `${name}.crt`))) return;
-  openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', `${name}.key`], dir);
-  openssl(['req', '-x509', '-new', '-key', `${name}.key`, '-subj', subject, '-days', '3650', '-sha256', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-out', `${name}.crt`], dir);
+  const ca = await createCertificateAuthority(commonName(cn));
+  writePrivate(path.join(dir, `${name}.key`), ca.key);
+  fs.writeFileSync(path.join(dir, `${name}.crt`), ca.cert);
 }
 
 /**
@@ -70,22 +67,21 @@ function ensureCa(dir: string, name: string, subject: string): void {
  * its identity, `localhost` and 127.0.0.1, plus `extraHosts[identity]` (for
  * example the DNS names of a deployment). Existing files are kept.
  */
-export function ensureInternalPki(dir: string, extraHosts: Partial<Record<InternalIdentity, string[]>> = {}): InternalPki {
+export async function ensureInternalPki(dir: string, extraHosts: Partial<Record<InternalIdentity, string[]>> = {}): Promise<InternalPki> {
   fs.mkdirSync(dir, { recursive: true });
-  ensureCa(dir, 'ca', '/CN=svc-internal-ca');
+  await ensureCa(dir, 'ca', 'svc-internal-ca');
   const identities = {} as Record<InternalIdentity, CertificatePair>;
   for (const identity of INTERNAL_IDENTITIES) {
     const pair = { cert: path.join(dir, `${identity}.crt`), key: path.join(dir, `${identity}.key`) };
     if (!fs.existsSync(pair.cert)) {
-      const hosts = [identity, 'localhost', '127.0.0.1', ...(extraHosts[identity] ?? [])];
-      issue(dir, identity, `/O=svc:internal/CN=${identity}`, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${sanOf(hosts)}\n`);
+      await issue(dir, identity, [['O', 'svc:internal'], ['CN', identity]], 'server-and-client', [identity, 'localhost', '127.0.0.1', ...(extraHosts[identity] ?? [])]);
     }
     identities[identity] = pair;
   }
   return { dir, caCert: path.join(dir, 'ca.crt'), caKey: path.join(dir, 'ca.key'), identities };
 }
 
-export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.1']): Pki {
+export async function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.1']): Promise<Pki> {
   fs.mkdirSync(dir, { recursive: true });
   const pki: Pki = {
     dir,
@@ -97,17 +93,10 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
     adminKey: path.join(dir, 'admin.key'),
     serviceAccountKey: path.join(dir, 'service-account.key'),
   };
-  ensureCa(dir, 'ca', '/CN=svc-ca');
-  if (!fs.existsSync(pki.servingCert)) {
-    issue(dir, 'serving', '/CN=svc-gateway', `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sanOf(hosts)}\n`);
-  }
-  if (!fs.existsSync(pki.adminCert)) {
-    issue(dir, 'admin', '/O=system:masters/CN=svc-admin', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
-  }
-  if (!fs.existsSync(pki.serviceAccountKey)) {
-    openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'service-account.key'], dir);
-    fs.chmodSync(pki.serviceAccountKey, 0o600);
-  }
+  await ensureCa(dir, 'ca', 'svc-ca');
+  if (!fs.existsSync(pki.servingCert)) await issue(dir, 'serving', commonName('svc-gateway'), 'server', hosts);
+  if (!fs.existsSync(pki.adminCert)) await issue(dir, 'admin', userSubject('svc-admin', ['system:masters']), 'client');
+  if (!fs.existsSync(pki.serviceAccountKey)) writePrivate(pki.serviceAccountKey, createRsaPrivateKey(2048));
   return pki;
 }
 
@@ -117,20 +106,17 @@ export function ensurePki(dir: string, hosts: string[] = ['localhost', '127.0.0.
  * built with controller-runtime reads), for `hosts` (DNS names or IP
  * addresses). Existing files are kept.
  */
-export function ensureServingCertificate(dir: string, hosts: string[]): { caCert: string; cert: string; key: string } {
+export async function ensureServingCertificate(dir: string, hosts: string[]): Promise<{ caCert: string; cert: string; key: string }> {
   fs.mkdirSync(dir, { recursive: true });
-  ensureCa(dir, 'ca', '/CN=svc-webhook-serving-ca');
+  await ensureCa(dir, 'ca', 'svc-webhook-serving-ca');
   const files = { caCert: path.join(dir, 'ca.crt'), cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key') };
-  if (!fs.existsSync(files.cert)) {
-    issue(dir, 'tls', `/CN=${hosts[0] ?? 'localhost'}`, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sanOf(hosts)}\n`);
-  }
+  if (!fs.existsSync(files.cert)) await issue(dir, 'tls', commonName(hosts[0] ?? 'localhost'), 'server', hosts);
   return files;
 }
 
-/** A client certificate for any user and groups, signed by the environment's CA. */
-export function issueClientCertificate(pki: Pki, name: string, user: string, groups: string[]): { cert: string; key: string } {
-  const subject = [...groups.map((g) => `/O=${g}`), `/CN=${user}`].join('');
-  issue(pki.dir, name, subject, 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+/** A client certificate for any user and groups (one O each), signed by the environment's CA. */
+export async function issueClientCertificate(pki: Pki, name: string, user: string, groups: string[]): Promise<{ cert: string; key: string }> {
+  await issue(pki.dir, name, userSubject(user, groups), 'client');
   return { cert: path.join(pki.dir, `${name}.crt`), key: path.join(pki.dir, `${name}.key`) };
 }
 

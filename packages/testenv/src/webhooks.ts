@@ -150,7 +150,7 @@ export async function prepareWebhooks(options: WebhookInstallOptions, certDir: s
   const callHost = options.localServingHostExternalName ?? host;
   const dir = options.localServingCertDir ?? certDir;
   const hosts = [...new Set(['localhost', '127.0.0.1', host, callHost])];
-  const files = ensureServingCertificate(dir, hosts);
+  const files = await ensureServingCertificate(dir, hosts);
   const caData = fs.readFileSync(files.caCert);
   const caBundle = caData.toString('base64');
   const base = `https://${hostPort(callHost, port)}`;

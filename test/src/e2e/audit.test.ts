@@ -93,7 +93,7 @@ describe('audit', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-audit-'));
     logFile = path.join(dir, 'logs', 'audit.log');
-    const serving = ensureServingCertificate(path.join(dir, 'webhook-pki'), ['127.0.0.1']);
+    const serving = await ensureServingCertificate(path.join(dir, 'webhook-pki'), ['127.0.0.1']);
     webhook = https.createServer({ cert: fs.readFileSync(serving.cert), key: fs.readFileSync(serving.key) }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -287,7 +287,7 @@ describe('audit with a webhook that does not answer', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-audit-down-'));
-    const serving = ensureServingCertificate(path.join(dir, 'webhook-pki'), ['127.0.0.1']);
+    const serving = await ensureServingCertificate(path.join(dir, 'webhook-pki'), ['127.0.0.1']);
     // A port nothing listens on.
     const port = await freePort();
     const webhookConfig = path.join(dir, 'audit-webhook.kubeconfig');

@@ -91,7 +91,7 @@ describe('internal trust boundaries', () => {
     const nameOverride = { 'grpc.ssl_target_name_override': target.identity };
     expect(await call(grpc.credentials.createInsecure(), {})).toBe(grpc.status.UNAVAILABLE);
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca), nameOverride)).toBe(grpc.status.UNAVAILABLE);
-    const stranger = ensureInternalPki(strangerDir).identities.gateway;
+    const stranger = (await ensureInternalPki(strangerDir)).identities.gateway;
     expect(await call(grpc.credentials.createSsl(tlsOf('gateway').ca, fs.readFileSync(stranger.key), fs.readFileSync(stranger.cert)), nameOverride)).toBe(grpc.status.UNAVAILABLE);
     // A certificate of the right CA but another role: storage may call nobody, authn only storage.
     const other: InternalIdentity = target.name === 'storage' ? 'storage' : 'authn';

@@ -103,7 +103,7 @@ describe('metrics', () => {
   });
 
   test('the system:monitoring group may read /metrics; a service account without a grant is forbidden', async () => {
-    const monitor = issueClientCertificate(env.pki, 'metrics-reader', 'prometheus', ['system:monitoring']);
+    const monitor = await issueClientCertificate(env.pki, 'metrics-reader', 'prometheus', ['system:monitoring']);
     // The default roles are written once the controller-manager has started.
     const allowed = await until(async () => {
       const res = await certRequest(env, 'GET', '/metrics', monitor);

@@ -47,7 +47,7 @@ describe('Node authorization and NodeRestriction', () => {
 
   beforeAll(async () => {
     env = await startEnvironment();
-    const cert = issueClientCertificate(env.pki, 'node-n1', 'system:node:n1', ['system:nodes']);
+    const cert = await issueClientCertificate(env.pki, 'node-n1', 'system:node:n1', ['system:nodes']);
     nodeCert = cert;
     nodeConfig = path.join(env.dir, 'node-n1.kubeconfig');
     fs.writeFileSync(nodeConfig, kubeconfig(env.url, env.pki.caCert, cert.cert, cert.key, 'system:node:n1'), { mode: 0o600 });

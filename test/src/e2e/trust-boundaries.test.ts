@@ -148,7 +148,7 @@ describe('trust boundaries (AlwaysDeny, anonymous on by default)', () => {
     fs.writeFileSync(tokenFile, 'good-token-0123456789,carol,carol-uid,dev\n');
     env = await startEnvironment({ authorizationMode: 'AlwaysDeny', tokenAuthFile: tokenFile });
     admin = { cert: fs.readFileSync(env.pki.adminCert), key: fs.readFileSync(env.pki.adminKey) };
-    const issued = issueClientCertificate(env.pki, 'trust-bob', 'bob', ['dev']);
+    const issued = await issueClientCertificate(env.pki, 'trust-bob', 'bob', ['dev']);
     bob = { cert: fs.readFileSync(issued.cert), key: fs.readFileSync(issued.key) };
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tb' } };
     expect((await adminRequest(env, 'POST', '/api/v1/namespaces', JSON.stringify(ns))).status).toBe(201);

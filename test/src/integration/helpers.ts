@@ -25,8 +25,8 @@ export interface TestPki {
   tls(identity: InternalIdentity): InternalTls;
 }
 
-export function testPki(dir: string): TestPki {
-  const pki = ensureInternalPki(path.join(dir, 'pki'));
+export async function testPki(dir: string): Promise<TestPki> {
+  const pki = await ensureInternalPki(path.join(dir, 'pki'));
   const files = (identity: InternalIdentity): InternalTlsFiles => ({ caFile: pki.caCert, certFile: pki.identities[identity].cert, keyFile: pki.identities[identity].key });
   return { files, tls: (identity) => loadInternalTls(files(identity)) };
 }
@@ -48,7 +48,7 @@ export interface Backends {
 
 export async function startBackends(name: string): Promise<Backends> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `svc-${name}-`));
-  const pki = testPki(dir);
+  const pki = await testPki(dir);
   const etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir, tls: pki.files('etcd') });
   const natsOptions = { storeDir: path.join(dir, 'nats'), logDir: dir, tls: pki.files('nats') };
   const nats = await startNats(natsOptions);

@@ -31,7 +31,7 @@ describe('storage with encryption at rest', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-storage-enc-'));
-    pki = testPki(dir);
+    pki = await testPki(dir);
     const file = path.join(dir, 'encryption.yaml');
     fs.writeFileSync(
       file,

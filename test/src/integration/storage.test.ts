@@ -23,7 +23,7 @@ describe('storage service on etcd', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-storage-'));
-    pki = testPki(dir);
+    pki = await testPki(dir);
     etcd = await startEtcd({ dataDir: path.join(dir, 'etcd'), logDir: dir, tls: pki.files('etcd') });
     storage = await startStorage({ listen: '127.0.0.1:0', internalTls: pki.files('storage'), etcdEndpoints: [etcd.endpoint], etcdTls: pki.files('storage'), logger: quietLogger() });
     client = new StorageClient(storage.address, pki.tls('gateway'));
