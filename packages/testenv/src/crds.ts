@@ -48,10 +48,22 @@ export function readDocuments(paths: string[], ignoreMissing = false): Array<{ f
 
 /** The definitions in the files and directories, in order (directories sorted by file name). */
 export function readCrdDocuments(paths: string[]): Array<Record<string, unknown>> {
-  return readDocuments(paths).map(({ file, doc }) => {
-    if (doc['kind'] !== 'CustomResourceDefinition') throw new Error(`${file}: expected kind CustomResourceDefinition, found ${String(doc['kind'])}`);
-    return doc;
-  });
+  return readDocuments(paths).map(({ file, doc }) => checkedCrd(doc, file));
+}
+
+/** A definition given as a file, a directory or an object (a CustomResourceDefinition as JSON). */
+export type CrdSource = string | Record<string, unknown>;
+
+/** The definitions of files, directories and objects, in the order given. */
+export function crdDocumentsOf(sources: CrdSource[]): Array<Record<string, unknown>> {
+  return sources.flatMap((source, i) => (typeof source === 'string' ? readCrdDocuments([source]) : [checkedCrd(source, `crds[${i}]`)]));
+}
+
+function checkedCrd(doc: Record<string, unknown>, where: string): Record<string, unknown> {
+  if (doc['kind'] !== 'CustomResourceDefinition') throw new Error(`${where}: expected kind CustomResourceDefinition, found ${String(doc['kind'])}`);
+  const name = (doc['metadata'] as { name?: unknown } | undefined)?.name;
+  if (typeof name !== 'string' || !name) throw new Error(`${where}: metadata.name is required`);
+  return doc;
 }
 
 /** One JSON request with the admin's credentials; the body parsed when it is JSON. */
@@ -88,14 +100,18 @@ interface CrdShape {
 /**
  * Creates the definitions through `urls[0]` (an existing one is left as it
  * is) and resolves once each is Established and served by every URL;
- * rejects with what it last saw after `timeoutMs`.
+ * rejects with what it last saw after `timeoutMs`. Resolves to the names
+ * of the definitions it created (not those that were there).
  */
-export async function installCrds(urls: string[], tls: AdminTls, docs: Array<Record<string, unknown>>, timeoutMs = 30_000): Promise<void> {
+export async function installCrds(urls: string[], tls: AdminTls, docs: Array<Record<string, unknown>>, timeoutMs = 30_000): Promise<string[]> {
   const [first] = urls;
   if (!first) throw new Error('no gateway to install definitions through');
+  const created: string[] = [];
   for (const doc of docs) {
+    const name = String((doc as CrdShape).metadata?.name);
     const res = await call(`${first}${CRDS}`, tls, 'POST', doc);
-    if (res.status !== 201 && res.status !== 409) throw new Error(`creating the definition ${String((doc as CrdShape).metadata?.name)}: ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.status !== 201 && res.status !== 409) throw new Error(`creating the definition ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.status === 201) created.push(name);
   }
   const deadline = Date.now() + timeoutMs;
   for (const doc of docs as CrdShape[]) {
@@ -109,6 +125,28 @@ export async function installCrds(urls: string[], tls: AdminTls, docs: Array<Rec
       const accepted = crd.status?.conditions?.find((c) => c.type === 'NamesAccepted');
       last = accepted?.status === 'False' ? `names not accepted: ${accepted.reason ?? ''} ${accepted.message ?? ''}` : `status ${JSON.stringify(crd.status ?? {})}`;
       if (Date.now() > deadline) throw new Error(`the definition ${name} did not become Established and served in time (${last})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return created;
+}
+
+/**
+ * Deletes the definitions named (with their custom resources) through
+ * `url` and resolves once each is gone; one already gone is fine. Rejects
+ * with what it last saw after `timeoutMs`.
+ */
+export async function uninstallCrds(url: string, tls: AdminTls, names: string[], timeoutMs = 30_000): Promise<void> {
+  for (const name of names) {
+    const res = await call(`${url}${CRDS}/${encodeURIComponent(name)}`, tls, 'DELETE');
+    if (res.status !== 200 && res.status !== 202 && res.status !== 404) throw new Error(`deleting the definition ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const name of names) {
+    for (;;) {
+      const res = await call(`${url}${CRDS}/${encodeURIComponent(name)}`, tls, 'GET');
+      if (res.status === 404) break;
+      if (Date.now() > deadline) throw new Error(`the definition ${name} was not removed in time (${res.status} ${JSON.stringify((res.body as CrdShape | undefined)?.status ?? res.body)})`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -10,7 +10,8 @@ export { startEtcd, startNats, natsServerConfig, natsUserOf, type EtcdInstance, 
 export { ensurePki, ensureInternalPki, ensureServingCertificate, issueClientCertificate, kubeconfig, tokenKubeconfig, INTERNAL_IDENTITIES, type Pki, type InternalPki, type InternalIdentity, type CertificatePair } from './pki';
 export { startEnvironment, SERVICE_ACCOUNT_ISSUER, DEFAULT_AUTHORIZATION_MODE, type Environment, type EnvironmentOptions, type AuditEnvironmentOptions } from './environment';
 export { encryptionConfigText, ensureEncryptionConfig, newEncryptionKey, writeEncryptionConfig, ENCRYPTION_CONFIG_FILE, type EncryptionEnvironmentOptions } from './encryption';
-export { installCrds, readCrdDocuments, readDocuments, type AdminTls } from './crds';
+export { crdDocumentsOf, installCrds, readCrdDocuments, readDocuments, uninstallCrds, type AdminTls, type CrdSource } from './crds';
+export { kubeConfigFromText, userKubeconfigFile } from './kube-config';
 export {
   installWebhooks,
   prepareWebhooks,

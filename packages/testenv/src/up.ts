@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   const dir = path.resolve(env('SVC_DATA_DIR', '.svc'));
   fs.mkdirSync(dir, { recursive: true });
   // The audit log, on by default with the repository's policy (SVC_AUDIT_POLICY_FILE= turns it off).
-  const auditPolicy = env('SVC_AUDIT_POLICY_FILE', path.resolve(__dirname, '../../../deploy/audit-policy.yaml'));
+  // The repository's policy is there only in a checkout, not where the package is installed.
+  const repositoryPolicy = path.resolve(__dirname, '../../../deploy/audit-policy.yaml');
+  const auditPolicy = env('SVC_AUDIT_POLICY_FILE', fs.existsSync(repositoryPolicy) ? repositoryPolicy : '');
   const auditLog = path.resolve(env('SVC_AUDIT_LOG_PATH', path.join(dir, 'logs', 'audit.log')));
   const started = await startEnvironment({
     dir,
