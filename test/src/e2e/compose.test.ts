@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -12,11 +12,13 @@ import type { RunResult } from './helpers';
 
 /**
  * The container deployment: docker-compose.yml (checked through Debian's
- * `docker-compose config`), the Kubernetes manifests under deploy/kubernetes
- * and the scripts the image runs (deploy/scripts). Every flag handed to a
- * service must be one its flags.ts declares, every address must name a
- * service listening on that port, and the two descriptions of the system
- * must agree on flags and ports.
+ * `docker-compose config`, and Compose v2's `docker compose config` where that
+ * is installed), the Kubernetes manifests under deploy/kubernetes (rendered
+ * with `kubectl kustomize`; deploy-overlays.test.ts checks every overlay) and
+ * the scripts the image runs (deploy/scripts). Every flag handed to a service
+ * must be one its flags.ts declares, every address must name a service
+ * listening on that port, and the two descriptions of the system must agree
+ * on flags and ports.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -99,7 +101,9 @@ function flagValue(command: readonly string[], name: string): string | undefined
   return found.length > 0 ? (found[found.length - 1] as [string, string])[1] : undefined;
 }
 
+/** `host:port`, or `dns:///host:port` (every address the name resolves to, balanced round-robin). */
 function splitHostPort(address: string): { host: string; port: number } {
+  address = address.replace(/^dns:\/\/\//, '');
   const sep = address.lastIndexOf(':');
   if (sep <= 0) throw new Error(`not host:port: ${address}`);
   return { host: address.slice(0, sep), port: Number(address.slice(sep + 1)) };
@@ -132,6 +136,17 @@ interface ComposeService {
 interface Compose {
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
+}
+
+/** The Compose implementations the file must work with: v1 (`docker-compose`) and v2 (`docker compose`). */
+const COMPOSE_CLIS: Array<{ name: string; command: string; prefix: string[] }> = [
+  { name: 'Compose v1 (docker-compose)', command: 'docker-compose', prefix: [] },
+  { name: 'Compose v2 (docker compose)', command: 'docker', prefix: ['compose'] },
+];
+
+/** Steps that run once and exit (`restart: "no"`): the pki step and the kubeconfig copy. */
+function isOneShot(svc: ComposeService): boolean {
+  return svc.restart === 'no';
 }
 
 function command(svc: ComposeService): string[] {
@@ -192,10 +207,62 @@ describe('docker-compose.yml', () => {
   };
   const listenPort = (svc: ComposeService): number => splitHostPort(flagValue(command(svc), 'listen') ?? '').port;
 
-  test('`docker-compose config -q` accepts the file', async () => {
-    const res = await runIn(ROOT, 'docker-compose', ['config', '-q']);
-    expectSuccess(res, 'docker-compose config -q');
-    expect(res.stdout).toBe('');
+  test('`config -q` accepts the file under Compose v1 and v2, and both read the same services and commands', async () => {
+    const reference = await load();
+    const checked: string[] = [];
+    for (const cli of COMPOSE_CLIS) {
+      if ((await runIn(ROOT, cli.command, [...cli.prefix, 'version'])).code !== 0) {
+        // The v2 plugin is not a Debian package on bookworm; CI machines with Docker's own packages run this part.
+        console.warn(`${cli.name} is not installed here: its \`config\` check is skipped`);
+        continue;
+      }
+      const quiet = await runIn(ROOT, cli.command, [...cli.prefix, 'config', '-q']);
+      expectSuccess(quiet, `${cli.command} ${[...cli.prefix, 'config', '-q'].join(' ')}`);
+      expect(quiet.stdout).toBe('');
+      const full = await runIn(ROOT, cli.command, [...cli.prefix, 'config']);
+      expectSuccess(full, `${cli.command} ${[...cli.prefix, 'config'].join(' ')}`);
+      const parsed = yaml.load(full.stdout) as Compose;
+      // Profiles' services are left out by v2 unless their profile is asked for.
+      const always = (c: Compose) => Object.keys(c.services).filter((n) => !c.services[n]?.profiles).sort();
+      expect(always(parsed)).toEqual(always(reference));
+      for (const name of always(reference)) {
+        // v1 prints `$$` escaped again, v2 the value a container gets (`$`).
+        const norm = (svc: ComposeService | undefined) => (svc ? command(svc) : []).map((part) => part.replace(/\$\$/g, '$'));
+        expect(`${cli.name} ${name}: ${norm(parsed.services[name]).join(' ')}`).toBe(`${cli.name} ${name}: ${norm(reference.services[name]).join(' ')}`);
+      }
+      checked.push(cli.name);
+    }
+    // Debian's docker-compose at least (scripts/setup --test installs it).
+    expect(checked.length).toBeGreaterThan(0);
+  });
+
+  test('the admin kubeconfig reaches the host through a bind mount, the same way under v1 and v2', async () => {
+    const { services } = await load();
+    const step = services['kubeconfig'];
+    if (!step) throw new Error('no kubeconfig service in docker-compose.yml');
+    expect(isOneShot(step)).toBe(true);
+    expect(dependsOn(step)['pki']).toBe('service_completed_successfully');
+    // Bind mounts: ./.svc of the project (git- and docker-ignored) and the compose file (whose owner gets the copy).
+    const byTarget = new Map(mounts(step).map((m) => [m.target, m]));
+    expect(byTarget.get('/host')).toEqual({ source: path.join(ROOT, '.svc'), target: '/host', readOnly: false });
+    expect(byTarget.get('/pki')).toEqual({ source: 'pki', target: '/pki', readOnly: true });
+    const script = command(step).join(' ');
+    expect(script).toMatch(/install [^\n]*-m 0600 \/pki\/admin\.kubeconfig \/host\/compose\/admin\.kubeconfig/);
+    const owner = byTarget.get('/project/docker-compose.yml');
+    expect(owner).toEqual({ source: path.join(ROOT, 'docker-compose.yml'), target: '/project/docker-compose.yml', readOnly: true });
+    expect(script).toContain('stat -c %u:%g /project/docker-compose.yml');
+    for (const ignore of ['.gitignore', '.dockerignore']) {
+      expect(`${ignore}: ${fs.readFileSync(path.join(ROOT, ignore), 'utf8').split('\n').some((l) => /^\.svc\/?$/.test(l.trim()))}`).toBe(`${ignore}: true`);
+    }
+    // The kubeconfig names the port the gateway publishes, and is in place once the gateway is up.
+    expect(flagValue(command(services['pki'] as ComposeService), 'server')).toBe('https://localhost:6443');
+    expect(dependsOn(services['gateway'] as ComposeService)['kubeconfig']).toBe('service_completed_successfully');
+    // The documented command is this path, nowhere `docker cp` of `ps -q pki` (empty under v2 once pki exited).
+    for (const doc of ['docker-compose.yml', 'README.md', 'deploy/README.md']) {
+      const text = fs.readFileSync(path.join(ROOT, doc), 'utf8');
+      expect(`${doc}: ${text.includes('.svc/compose/admin.kubeconfig')}`).toBe(`${doc}: true`);
+      expect(`${doc}: ${/ps -q pki/.test(text)}`).toBe(`${doc}: false`);
+    }
   });
 
   test('the declared flags are the ones the services export', () => {
@@ -233,11 +300,11 @@ describe('docker-compose.yml', () => {
     expect(ids).not.toContain(undefined);
   });
 
-  test('every long-running service has a health check; pki runs once', async () => {
+  test('every long-running service has a health check; pki and the kubeconfig copy run once', async () => {
     const { services } = await load();
     for (const [name, svc] of Object.entries(services)) {
-      // pki runs once; a profile's add-ons are not part of the system (their images have no tool to probe with).
-      if (name === 'pki' || svc.profiles) continue;
+      // One-shot steps run once; a profile's add-ons are not part of the system (their images have no tool to probe with).
+      if (isOneShot(svc) || svc.profiles) continue;
       const check = healthcheckText(svc);
       if (!check || svc.healthcheck?.disable || /^NONE\b/.test(check)) throw new Error(`service ${name} has no health check`);
     }
@@ -248,8 +315,10 @@ describe('docker-compose.yml', () => {
     expect(healthcheckText(services['controller-manager'] as ComposeService)).toContain(`http http://127.0.0.1:${listenPort(services['controller-manager'] as ComposeService)}/readyz`);
     for (const [name, , svc] of await appServices()) {
       if (name === 'gateway' || name === 'controller-manager') continue;
-      // The gRPC check probes the port the service listens on.
-      expect(`${name}: ${healthcheckText(svc)}`).toContain(`grpc 127.0.0.1:${listenPort(svc)}`);
+      // The gRPC services answer grpc.health.v1 on their plain-text health port, which the check asks.
+      const health = flagValue(command(svc), 'health-bind-address');
+      expect(`${name}: ${health}`).toBe(`${name}: 0.0.0.0:9101`);
+      expect(`${name}: ${healthcheckText(svc)}`).toBe(`${name}: CMD node /app/deploy/scripts/healthcheck.js grpc-health 127.0.0.1:${splitHostPort(health ?? '').port}`);
     }
     // Scripts the checks and commands run are in the repository (the image copies deploy/scripts to /app).
     for (const [name, svc] of Object.entries(services)) {
@@ -261,6 +330,12 @@ describe('docker-compose.yml', () => {
     const pki = services['pki'] as ComposeService;
     expect(['no', 'on-failure', undefined]).toContain(pki.restart);
     expect(command(pki)).toEqual(expect.arrayContaining(['deploy/scripts/pki.js']));
+    // `up --wait` (v2) counts a one-shot step's exit as done only when a long-running service waits for it.
+    for (const [name, svc] of Object.entries(services)) {
+      if (!isOneShot(svc)) continue;
+      const adopters = Object.entries(services).filter(([, other]) => !isOneShot(other) && !other.profiles && dependsOn(other)[name] === 'service_completed_successfully');
+      expect(`${name}: ${adopters.length > 0}`).toBe(`${name}: true`);
+    }
   });
 
   test('start order: depends_on waits for health, and for pki to finish', async () => {
@@ -268,7 +343,7 @@ describe('docker-compose.yml', () => {
     for (const [name, svc] of Object.entries(services)) {
       for (const [dep, condition] of Object.entries(dependsOn(svc))) {
         expect(Object.keys(services)).toContain(dep);
-        if (dep === 'pki') expect(`${name} -> pki: ${condition}`).toBe(`${name} -> pki: service_completed_successfully`);
+        if (isOneShot(services[dep] as ComposeService)) expect(`${name} -> ${dep}: ${condition}`).toBe(`${name} -> ${dep}: service_completed_successfully`);
         else {
           expect(`${name} -> ${dep}: ${condition}`).toBe(`${name} -> ${dep}: service_healthy`);
           expect(healthcheckText(services[dep] as ComposeService)).not.toBe('');
@@ -326,7 +401,12 @@ describe('docker-compose.yml', () => {
     expect(flagValue(command(pki), 'server')).toBe('https://localhost:6443');
     for (const [name, svc] of Object.entries(services)) {
       if (name === 'pki') continue;
-      // Only the pki step sees the CA keys.
+      // Only the pki step sees the CA keys (the kubeconfig copy reads the volume, read-only, for admin.kubeconfig).
+      if (name === 'kubeconfig') {
+        expect(mounts(svc).filter((m) => m.source === 'pki')).toEqual([{ source: 'pki', target: '/pki', readOnly: true }]);
+        expect(command(svc).join(' ').match(/\/pki\/[\w.-]+/g)).toEqual(['/pki/admin.kubeconfig']);
+        continue;
+      }
       expect(`${name}: ${mounts(svc).some((m) => m.source === 'pki')}`).toBe(`${name}: false`);
       const reads = [...command(svc), ...asList(svc.healthcheck?.test)].some((part) => /(^|=)\/pki\//.test(part));
       if (!reads) continue;
@@ -400,6 +480,7 @@ interface Container {
   name: string;
   command?: string[];
   args?: string[];
+  env?: Array<{ name: string; value?: string }>;
   ports?: Array<{ name?: string; containerPort: number }>;
   volumeMounts?: Array<{ name: string; mountPath: string }>;
   readinessProbe?: unknown;
@@ -411,14 +492,34 @@ interface PodSpec {
 }
 
 const K8S_DIR = path.join(ROOT, 'deploy', 'kubernetes');
+/** The overlay checked against docker-compose.yml: the base as it runs behind ingress-nginx. */
+const OVERLAY = 'overlays/ingress-nginx';
 
-function loadManifests(): Array<{ file: string; doc: K8sObject }> {
-  const out: Array<{ file: string; doc: K8sObject }> = [];
-  for (const file of fs.readdirSync(K8S_DIR).filter((f) => /\.ya?ml$/.test(f)).sort()) {
-    const docs = yaml.loadAll(fs.readFileSync(path.join(K8S_DIR, file), 'utf8'));
-    for (const doc of docs) if (doc !== null && doc !== undefined) out.push({ file, doc: doc as K8sObject });
+/** Every YAML file under deploy/kubernetes but the kustomization files, relative to it. */
+function manifestFiles(dir = K8S_DIR): string[] {
+  const out: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...manifestFiles(full));
+    else if (/\.ya?ml$/.test(entry.name) && entry.name !== 'kustomization.yaml') out.push(path.relative(K8S_DIR, full));
   }
-  return out;
+  return out.sort();
+}
+
+/** The objects `kubectl kustomize` renders from an overlay, each with the file it says it is from. */
+function loadManifests(overlay = OVERLAY): Array<{ file: string; doc: K8sObject }> {
+  let rendered: string;
+  try {
+    rendered = execFileSync('kubectl', ['kustomize', path.join(K8S_DIR, overlay)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60000 });
+  } catch (err) {
+    throw new Error(`kubectl kustomize deploy/kubernetes/${overlay} failed: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+  }
+  return yaml.loadAll(rendered).filter((d) => d !== null && d !== undefined).map((doc) => ({ file: `${overlay} ${(doc as K8sObject).kind}/${(doc as K8sObject).metadata?.name}`, doc: doc as K8sObject }));
+}
+
+/** An argument as the kubelet expands it: `$(NAME)` from the container's env. */
+function expandEnv(c: Container, arg: string): string {
+  return arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => c.env?.find((e) => e.name === name)?.value ?? whole);
 }
 
 function podSpec(obj: K8sObject): PodSpec {
@@ -452,9 +553,12 @@ describe('deploy/kubernetes', () => {
   });
 
   test('every YAML document parses and has apiVersion, kind and metadata.name', () => {
-    const files = fs.readdirSync(K8S_DIR).filter((f) => /\.ya?ml$/.test(f));
-    expect(files.length).toBeGreaterThan(0);
+    const files = manifestFiles();
+    expect(files.length).toBeGreaterThan(10);
+    for (const { file, doc } of manifests) expect(`${file}: ${doc.metadata?.name}`).toMatch(/: [a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
     for (const file of files) {
+      // The restore Job is a template: its placeholders are filled in with sed (deploy/README.md).
+      if (file.startsWith('restore/')) continue;
       const docs = yaml.loadAll(fs.readFileSync(path.join(K8S_DIR, file), 'utf8')).filter((d) => d !== null && d !== undefined);
       expect(`${file}: ${docs.length > 0}`).toBe(`${file}: true`);
       for (const doc of docs as K8sObject[]) {
@@ -485,6 +589,8 @@ describe('deploy/kubernetes', () => {
     expect(find('Service', 'watch-fanout').spec?.['clusterIP']).toBe('None');
     const gateway = workloads().find(([s]) => s === 'gateway')?.[2] as Container;
     const fanout = flagValue(argv(gateway), 'watch-fanout-address') ?? '';
+    // One name for every replica: the headless Service's DNS name, which the client resolves and balances over.
+    expect(fanout).toBe('dns:///watch-fanout:7105');
     expect(fanout.split(',').map((a) => splitHostPort(a).host)).toEqual(['watch-fanout']);
   });
 
@@ -514,8 +620,9 @@ describe('deploy/kubernetes', () => {
     expect(ingress.metadata?.annotations?.['nginx.ingress.kubernetes.io/ssl-passthrough']).toBe('true');
     const rules = (ingress.spec?.['rules'] ?? []) as Array<{ host?: string; http?: { paths?: Array<{ backend?: { service?: { name?: string } } }> } }>;
     expect(rules.flatMap((r) => r.http?.paths ?? []).map((p) => p.backend?.service?.name)).toEqual(['gateway']);
-    // The Ingress host must be a name of the serving certificate.
-    const hosts = (flagValue(argv(podSpec(pkiJob).containers[0] as Container), 'hosts') ?? '').split(',');
+    // The Ingress host must be a name of the serving certificate (the Job's env gives it, as the kubelet expands it).
+    const pkiContainer = podSpec(pkiJob).containers[0] as Container;
+    const hosts = expandEnv(pkiContainer, flagValue(argv(pkiContainer), 'hosts') ?? '').split(',');
     for (const r of rules) expect(hosts).toContain(r.host);
   });
 
@@ -555,6 +662,8 @@ describe('deploy/kubernetes', () => {
         'watch-fanout -> etcd:2379',
         'gateway -> nats:4222',
         'watch-fanout -> nats:4222',
+        // components/etcd-backup: the snapshot CronJob.
+        'etcd-backup -> etcd:2379',
       ].sort(),
     );
   });
@@ -584,7 +693,11 @@ describe('deploy/kubernetes', () => {
       const metrics = flagValue(args, 'metrics-bind-address');
       const metricsPort = metrics ? splitHostPort(metrics).port : undefined;
       expect(`${service} metrics: ${metricsPort}`).toBe(`${service} metrics: ${flagValue(composeCmd, 'metrics-bind-address') ? splitHostPort(flagValue(composeCmd, 'metrics-bind-address') ?? '').port : undefined}`);
-      expect(c.ports?.map((p) => p.containerPort)).toEqual(metricsPort ? [port, metricsPort] : [port]);
+      // The gRPC services' grpc.health.v1 port (the kubelet's gRPC probes) too.
+      const health = flagValue(args, 'health-bind-address');
+      expect(`${service} health: ${health}`).toBe(`${service} health: ${flagValue(composeCmd, 'health-bind-address')}`);
+      const healthPort = health ? splitHostPort(health).port : undefined;
+      expect(c.ports?.map((p) => p.containerPort)).toEqual([port, metricsPort, healthPort].filter((p) => p !== undefined));
       // Nothing calls the controller-manager: it has no Service.
       if (service === 'controller-manager') continue;
       const svcPorts = ((find('Service', service).spec?.['ports'] ?? []) as Array<{ port: number }>).map((p) => p.port);
@@ -607,21 +720,49 @@ describe('deploy/kubernetes', () => {
 describe('deploy/scripts', () => {
   const node = (args: string[]) => runIn(ROOT, process.execPath, args, 30000);
 
-  test('the Dockerfile runs as non-root on node:20-bookworm-slim at /app, with openssl and deploy/scripts', () => {
+  test('the Dockerfile: node:22-bookworm-slim, npm ci, the version build arguments and OCI labels, non-root at /app, with openssl and deploy/scripts', () => {
     const text = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
     const args = new Map([...text.matchAll(/^ARG\s+(\w+)=(\S+)/gm)].map((m) => [m[1] as string, m[2] as string]));
     const stages = text.split(/^FROM\s+/m).slice(1);
     const last = stages[stages.length - 1] as string;
     const base = (last.split(/\s/)[0] as string).replace(/^\$\{(\w+)\}$/, (_, name: string) => args.get(name) ?? '');
-    expect(base).toBe('node:20-bookworm-slim');
+    // Node.js 22, an LTS release within package.json's engines.
+    expect(base).toBe('node:22-bookworm-slim');
+    const engines = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines?: { node?: string } }).engines?.node ?? '';
+    expect(Number(/^>=\s*(\d+)/.exec(engines)?.[1])).toBeLessThanOrEqual(22);
     expect(last).toMatch(/^WORKDIR\s+\/app\s*$/m);
     const users = [...last.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1] as string);
     expect(users.length).toBeGreaterThan(0);
     expect(users[users.length - 1]).not.toMatch(/^(root|0)(:|$)/);
     expect(last).toMatch(/apt-get install[^\n]*\bopenssl\b/);
     expect(text).toMatch(/cp -r deploy\/scripts /);
-    expect(text).toMatch(/^RUN npm install --no-audit --no-fund/m);
+    // The lock's exact versions (it holds every platform's @bufbuild/buf), never a fresh resolution.
+    expect(text).toMatch(/^RUN npm ci --no-audit --no-fund/m);
+    expect(text).not.toMatch(/npm install/);
     expect(text).toMatch(/^RUN npm run build/m);
+    // The version reaches scripts/build-info.js (run by `npm run build`) as environment variables of the build stage,
+    // and the labels of the final one; docker-compose.yml passes the same arguments from its environment.
+    const build = stages.find((s) => /^RUN npm run build/m.test(s)) as string;
+    const beforeBuild = build.slice(0, build.search(/^RUN npm run build/m));
+    const composeArgs = (yaml.load(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as { 'x-svc'?: { build?: { args?: Record<string, string> } } })['x-svc']?.build?.args ?? {};
+    for (const arg of ['SVC_GIT_VERSION', 'SVC_GIT_COMMIT', 'SVC_BUILD_DATE']) {
+      expect(`${arg}: ${new RegExp(`^ARG ${arg}\\b`, 'm').test(beforeBuild)}`).toBe(`${arg}: true`);
+      expect(`${arg}: ${new RegExp(`^ARG ${arg}\\b`, 'm').test(last)}`).toBe(`${arg}: true`);
+      expect(composeArgs[arg]).toBe(`\${${arg}:-}`);
+    }
+    const labels = new Map([...last.matchAll(/(org\.opencontainers\.image\.[a-z.]+)="([^"]*)"/g)].map((m) => [m[1] as string, m[2] as string]));
+    expect(labels.get('org.opencontainers.image.version')).toMatch(/^\$\{SVC_GIT_VERSION\b/);
+    expect(labels.get('org.opencontainers.image.revision')).toMatch(/^\$\{SVC_GIT_COMMIT\b/);
+    expect(labels.get('org.opencontainers.image.created')).toMatch(/^\$\{SVC_BUILD_DATE\b/);
+    for (const key of ['title', 'description', 'licenses']) expect(labels.get(`org.opencontainers.image.${key}`)).toBeTruthy();
+    // Every directory a named volume is mounted on for writing exists in the image, owned by the user: a new
+    // volume starts with the directory's owner (otherwise root's, and the pki step could not write its files).
+    const created = /RUN mkdir -p ([^&]+)&& chown -R 1000:1000/.exec(last)?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+    const composeRaw = yaml.load(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as Compose;
+    for (const [name, svc] of Object.entries(composeRaw.services)) {
+      if (svc.image !== 'svc-apiserver:local' || (svc as { user?: string }).user === '0:0') continue;
+      for (const m of mounts(svc)) if (!m.readOnly && !m.source.startsWith('.') && !m.source.startsWith('/')) expect(`${name}: ${m.target} ${created.includes(m.target)}`).toBe(`${name}: ${m.target} true`);
+    }
     const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
     for (const needed of ['deploy', 'deploy/scripts', 'proto', 'packages', 'services', 'package-lock.json']) expect(ignored).not.toContain(needed);
   });
