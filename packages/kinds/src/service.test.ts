@@ -61,7 +61,33 @@ describe('Service', () => {
   it('keeps the cluster IP immutable', () => {
     const old = svc({ clusterIP: '10.0.0.10', ports: [{ port: 80 }] });
     expect(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.10', ports: [{ port: 81 }] }), old)).toEqual([]);
-    expect(fields(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.11', ports: [{ port: 80 }] }), old))).toEqual(['spec.clusterIP']);
+    expect(fields(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.11', ports: [{ port: 80 }] }), old))).toEqual(['spec.clusterIPs[0]']);
+  });
+
+  it('names spec.clusterIPs[0] when the address changes or is unset, as the original', () => {
+    const old = svc({ clusterIP: '10.0.0.10', clusterIPs: ['10.0.0.10'], ports: [{ port: 80 }] });
+    // A patch of clusterIP alone: the stored clusterIPs follow it, and validation refuses the change.
+    const patched = svc({ clusterIP: '10.0.0.11', clusterIPs: ['10.0.0.10'], ports: [{ port: 80 }] });
+    strategy.prepareForUpdate?.(patched, old);
+    expect((patched['spec'] as Record<string, unknown>)['clusterIPs']).toEqual(['10.0.0.11']);
+    expect(strategy.validateUpdate?.(patched, old)).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.clusterIPs[0]', message: 'Invalid value: ["10.0.0.11"]: may not change once set' }]);
+    // A body without clusterIPs keeps the stored ones.
+    const old2 = svc({ clusterIP: '10.0.0.10', clusterIPs: ['10.0.0.10'], ports: [{ port: 80 }] });
+    const replaced = svc({ clusterIP: '10.0.0.10', ports: [{ port: 81 }] });
+    strategy.prepareForUpdate?.(replaced, old2);
+    expect((replaced['spec'] as Record<string, unknown>)['clusterIPs']).toEqual(['10.0.0.10']);
+    expect(strategy.validateUpdate?.(replaced, old2)).toEqual([]);
+    const unset = svc({ clusterIPs: [], ports: [{ port: 80 }] });
+    expect(strategy.validateUpdate?.(unset, old)).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.clusterIPs[0]', message: 'Invalid value: []: primary clusterIP can not be unset' }]);
+    // A created Service that names only clusterIP gets clusterIPs to match.
+    const created = svc({ clusterIP: '10.0.0.12', ports: [{ port: 80 }] });
+    strategy.prepareForCreate?.(created);
+    expect((created['spec'] as Record<string, unknown>)['clusterIPs']).toEqual(['10.0.0.12']);
+  });
+
+  it('takes port names that are DNS-1123 labels, as kubectl makes them (`80-80`)', () => {
+    expect(strategy.validate?.(svc({ ports: [{ port: 80, name: '80-80' }] }))).toEqual([]);
+    expect(fields(strategy.validate?.(svc({ ports: [{ port: 80, name: 'Web' }] })))).toEqual(['spec.ports[0].name']);
   });
 
   it('prints type, addresses and ports', () => {

@@ -1,7 +1,7 @@
 import type { ApiObject, PrinterColumn, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
 import {
-  dns1035LabelErrors,
+  dnsLabelErrors,
   dnsSubdomainErrors,
   duplicate,
   forbidden,
@@ -137,7 +137,8 @@ function validatePorts(spec: Fields, type: unknown): StatusCause[] {
     const name = asString(port['name']) ?? '';
     if (ports.length > 1 && name === '') causes.push(required(`${p}.name`));
     if (name !== '') {
-      causes.push(...dns1035LabelErrors(`${p}.name`, name));
+      // A DNS-1123 label, as the original checks (kubectl names ports `80-80`).
+      causes.push(...dnsLabelErrors(`${p}.name`, name));
       if (names.has(name)) causes.push(duplicate(`${p}.name`, name));
       names.add(name);
     }
@@ -204,14 +205,62 @@ export function validateService(obj: ApiObject): StatusCause[] {
   return causes;
 }
 
+function clusterIPsOf(spec: Fields): string[] {
+  return asList(spec['clusterIPs']).map((ip) => String(ip));
+}
+
+/** `clusterIPs`, or for an object written without them `[clusterIP]`. */
+function effectiveClusterIPs(spec: Fields): string[] {
+  const ips = clusterIPsOf(spec);
+  const ip = asString(spec['clusterIP']);
+  return ips.length === 0 && ip ? [ip] : ips;
+}
+
+function sameClusterIPs(a: Fields, b: Fields): boolean {
+  return JSON.stringify(clusterIPsOf(a)) === JSON.stringify(clusterIPsOf(b));
+}
+
+/**
+ * What a client meant by the linked `clusterIP` and `clusterIPs`, as the
+ * original reads them before validation: an old client that sends only
+ * `clusterIP` gets `clusterIPs` to match; on update, a body without
+ * `clusterIPs` keeps the stored ones, and a changed `clusterIP` with the
+ * stored `clusterIPs` stands for a changed first address (which validation
+ * then refuses).
+ */
+export function normalizeClusterIPs(obj: ApiObject, old?: ApiObject): void {
+  const spec = asRecord(obj['spec']);
+  if (!spec) return;
+  const ip = asString(spec['clusterIP']) ?? '';
+  if (!old) {
+    if (ip && clusterIPsOf(spec).length === 0) spec['clusterIPs'] = [ip];
+    return;
+  }
+  const oldSpec = specOf(old);
+  const oldIP = asString(oldSpec['clusterIP']) ?? '';
+  if (clusterIPsOf(oldSpec).length > 0 && clusterIPsOf(spec).length === 0 && oldIP === ip) spec['clusterIPs'] = clusterIPsOf(oldSpec);
+  if (oldIP === ip || !sameClusterIPs(oldSpec, spec)) return;
+  if (oldIP && !ip) delete spec['clusterIPs'];
+  else spec['clusterIPs'] = [ip];
+}
+
+/**
+ * The addresses are immutable once allocated (except to or from
+ * ExternalName, or between headless states): a secondary address may be
+ * added or released, the primary neither changed nor unset. Errors name
+ * `spec.clusterIPs[i]`, as the original's.
+ */
 export function validateServiceUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
   const spec = specOf(obj);
   const oldSpec = specOf(old);
-  // The address is immutable once allocated, except when changing to or from ExternalName.
   if (spec['type'] === 'ExternalName' || oldSpec['type'] === 'ExternalName') return [];
-  const oldIP = asString(oldSpec['clusterIP']);
-  const ip = asString(spec['clusterIP']);
-  if (oldIP && ip !== undefined && ip !== '' && ip !== oldIP) return [invalid('spec.clusterIP', ip, 'field is immutable')];
+  if (spec['clusterIP'] === 'None' && oldSpec['clusterIP'] === 'None') return [];
+  const ips = effectiveClusterIPs(spec);
+  const oldIPs = effectiveClusterIPs(oldSpec);
+  const changed = (i: number) => invalid(indexPath('spec.clusterIPs', i), ips, 'may not change once set');
+  if (oldIPs.length === ips.length) return oldIPs.flatMap((ip, i) => (ip !== ips[i] ? [changed(i)] : []));
+  if (oldIPs.length > ips.length && ips.length === 0) return [invalid(indexPath('spec.clusterIPs', 0), ips, 'primary clusterIP can not be unset')];
+  if (oldIPs.length > 0 && ips.length > 0 && oldIPs[0] !== ips[0]) return [changed(0)];
   return [];
 }
 
@@ -278,8 +327,14 @@ export function serviceDefinition(): ResourceDefinition {
     schema: SERVICE_SCHEMA,
     printerColumns: SERVICE_COLUMNS,
     strategy: {
-      prepareForCreate: (obj) => resetStatus(obj, { loadBalancer: {} }),
-      prepareForUpdate: keepStatus,
+      prepareForCreate: (obj) => {
+        resetStatus(obj, { loadBalancer: {} });
+        normalizeClusterIPs(obj);
+      },
+      prepareForUpdate: (obj, old) => {
+        keepStatus(obj, old);
+        normalizeClusterIPs(obj, old);
+      },
       applyDefaults: applyServiceDefaults,
       validate: validateService,
       validateUpdate: validateServiceUpdate,

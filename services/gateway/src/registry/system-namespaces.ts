@@ -8,13 +8,13 @@ import type { WriteContext } from './write-context';
 export const SERVER_USER: UserInfo = { username: 'system:apiserver', uid: '', groups: ['system:masters'], extra: {} };
 
 /** A write the server makes on its own behalf: no request, no field validation warnings to return. */
-function systemWriteContext(deps: GatewayDeps, def: ResourceDefinition): WriteContext {
+export function systemWriteContext(deps: GatewayDeps, def: ResourceDefinition, requestId = 'system-namespaces', namespace = ''): WriteContext {
   return {
     deps,
     def,
     user: SERVER_USER,
-    requestId: 'system-namespaces',
-    namespace: '',
+    requestId,
+    namespace,
     subresource: '',
     dryRun: false,
     fieldValidation: 'Strict',
