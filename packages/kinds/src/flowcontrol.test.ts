@@ -93,6 +93,12 @@ describe('FlowSchema validation', () => {
     expect(at(10000)).toEqual([]);
   });
 
+  it('names what a missing spec lacks', () => {
+    expect(fields(validateFlowSchema({ metadata: { name: 'fs' } }))).toEqual(['spec.priorityLevelConfiguration.name']);
+    expect(fields(validatePriorityLevelConfiguration({ metadata: { name: 'pl' } }))).toEqual(['spec.type']);
+    expect(validateFlowSchema({ metadata: { name: 'fs' }, spec: 'x' })).toEqual([expect.objectContaining({ field: 'spec', reason: 'FieldValueTypeInvalid' })]);
+  });
+
   it('requires a priority level name and a known distinguisher', () => {
     const causes = validateFlowSchema(flowSchema({ priorityLevelConfiguration: {}, matchingPrecedence: 500, distinguisherMethod: { type: 'ByPod' } }));
     expect(fields(causes)).toEqual(['spec.distinguisherMethod.type', 'spec.priorityLevelConfiguration.name']);

@@ -373,8 +373,10 @@ function mandatorySpec(objects: ApiObject[], name: string | undefined): unknown 
 
 export function validateFlowSchema(obj: ApiObject): StatusCause[] {
   const name = obj.metadata?.name;
-  const spec = asRecord(obj['spec']);
-  if (!spec) return [required('spec')];
+  const given = obj['spec'];
+  if (given !== undefined && given !== null && !isRecord(given)) return [typeInvalid('spec', given, 'an object')];
+  // A missing spec is the zero spec, as a decoded struct is: what it lacks is named below.
+  const spec = asRecord(given) ?? {};
   const causes: StatusCause[] = [];
   const precedence = integerField(spec, 'matchingPrecedence', 'spec', causes);
   if (precedence !== undefined) {
@@ -457,8 +459,9 @@ function exemptErrors(exempt: Fields, path: string): StatusCause[] {
 
 export function validatePriorityLevelConfiguration(obj: ApiObject): StatusCause[] {
   const name = obj.metadata?.name;
-  const spec = asRecord(obj['spec']);
-  if (!spec) return [required('spec')];
+  const given = obj['spec'];
+  if (given !== undefined && given !== null && !isRecord(given)) return [typeInvalid('spec', given, 'an object')];
+  const spec = asRecord(given) ?? {};
   const causes: StatusCause[] = [];
   const type = spec['type'];
   if ((name === PRIORITY_LEVEL_EXEMPT) !== (type === 'Exempt')) causes.push(invalid('spec.type', type ?? '', "type must be 'Exempt' if and only if name is 'exempt'"));
