@@ -62,9 +62,10 @@ RUN mkdir -p /out \
 RUN npm prune --omit=dev --no-audit --no-fund
 
 FROM ${NODE_IMAGE} AS runtime
-# openssl: the pki step (deploy/scripts/pki.js) may issue certificates with it.
+# The system's CA bundle, for Node.js started with --use-openssl-ca (webhooks, OIDC issuers signed
+# by a private CA added to it). No openssl binary: the pki step issues certificates in process.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openssl ca-certificates \
+ && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 WORKDIR /app

@@ -1,12 +1,11 @@
 import { execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as yaml from 'js-yaml';
 import { STORAGE_FLAGS } from '@svc/storage';
 import { WATCH_FANOUT_FLAGS } from '@svc/watch-fanout';
+import { HealthService, startHealthServer } from '@svc/service-kit';
 import type { FlagSpecs } from '@svc/service-kit';
 import type { RunResult } from './helpers';
 
@@ -318,7 +317,7 @@ describe('docker-compose.yml', () => {
       // The gRPC services answer grpc.health.v1 on their plain-text health port, which the check asks.
       const health = flagValue(command(svc), 'health-bind-address');
       expect(`${name}: ${health}`).toBe(`${name}: 0.0.0.0:9101`);
-      expect(`${name}: ${healthcheckText(svc)}`).toBe(`${name}: CMD node /app/deploy/scripts/healthcheck.js grpc-health 127.0.0.1:${splitHostPort(health ?? '').port}`);
+      expect(`${name}: ${healthcheckText(svc)}`).toBe(`${name}: CMD node /app/deploy/scripts/healthcheck.js grpc 127.0.0.1:${splitHostPort(health ?? '').port}`);
     }
     // Scripts the checks and commands run are in the repository (the image copies deploy/scripts to /app).
     for (const [name, svc] of Object.entries(services)) {
@@ -720,7 +719,7 @@ describe('deploy/kubernetes', () => {
 describe('deploy/scripts', () => {
   const node = (args: string[]) => runIn(ROOT, process.execPath, args, 30000);
 
-  test('the Dockerfile: node:22-bookworm-slim, npm ci, the version build arguments and OCI labels, non-root at /app, with openssl and deploy/scripts', () => {
+  test('the Dockerfile: node:22-bookworm-slim, npm ci, the version build arguments and OCI labels, non-root at /app, with deploy/scripts', () => {
     const text = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
     const args = new Map([...text.matchAll(/^ARG\s+(\w+)=(\S+)/gm)].map((m) => [m[1] as string, m[2] as string]));
     const stages = text.split(/^FROM\s+/m).slice(1);
@@ -734,7 +733,9 @@ describe('deploy/scripts', () => {
     const users = [...last.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1] as string);
     expect(users.length).toBeGreaterThan(0);
     expect(users[users.length - 1]).not.toMatch(/^(root|0)(:|$)/);
-    expect(last).toMatch(/apt-get install[^\n]*\bopenssl\b/);
+    // The pki step issues certificates in process: no openssl in the image, only the CA bundle.
+    expect(last).toMatch(/apt-get install[^\n]*\bca-certificates\b/);
+    expect(last).not.toMatch(/apt-get install[^\n]*\bopenssl\b/);
     expect(text).toMatch(/cp -r deploy\/scripts /);
     // The lock's exact versions (it holds every platform's @bufbuild/buf), never a fresh resolution.
     expect(text).toMatch(/^RUN npm ci --no-audit --no-fund/m);
@@ -812,17 +813,24 @@ describe('deploy/scripts', () => {
     }
   });
 
-  test('healthcheck.js grpc succeeds against an HTTP/2 server and fails where nothing listens', async () => {
-    const server = http2.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const port = (server.address() as AddressInfo).port;
+  test('healthcheck.js grpc asks grpc.health.v1 on a plain-text health port: SERVING passes, NOT_SERVING and nothing listening fail', async () => {
+    let ready = true;
+    const health = new HealthService({ services: ['svc.test.v1.Test'], ready: () => ready });
+    const server = await startHealthServer('127.0.0.1:0', health);
+    const check = (...extra: string[]) => node(['deploy/scripts/healthcheck.js', 'grpc', `127.0.0.1:${server.port}`, ...extra]);
     try {
-      expectSuccess(await node(['deploy/scripts/healthcheck.js', 'grpc', `127.0.0.1:${port}`]), 'healthcheck.js grpc');
+      expectSuccess(await check(), 'healthcheck.js grpc (ready)');
+      ready = false;
+      const notServing = await check();
+      expect(notServing.code).toBe(1);
+      expect(notServing.stderr).toContain('NOT_SERVING');
+      // Liveness answers while the process runs, whatever its backends do.
+      expectSuccess(await check('--service=liveness'), 'healthcheck.js grpc --service=liveness');
     } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     }
-    expect((await node(['deploy/scripts/healthcheck.js', 'grpc', `127.0.0.1:${port}`])).code).toBe(1);
-    expect((await node(['deploy/scripts/healthcheck.js', 'https', `https://127.0.0.1:${port}/readyz`])).code).toBe(1);
-    expect((await node(['deploy/scripts/healthcheck.js', 'bogus'])).code).toBe(1);
+    expect((await check()).code).toBe(1);
+    expect((await node(['deploy/scripts/healthcheck.js', 'https', `https://127.0.0.1:${server.port}/readyz`])).code).toBe(1);
+    expect((await node(['deploy/scripts/healthcheck.js', 'bogus'])).code).not.toBe(0);
   });
 });
