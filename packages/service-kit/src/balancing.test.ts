@@ -1,6 +1,6 @@
 import { storage } from '@svc/proto';
 import { balancedTarget } from './balancing';
-import { CallStream, CallsServer } from './call-stream';
+import { CallStream, CallsServer, type CallStreamOptions } from './call-stream';
 import { callUnary, channelTo, startGrpcServer, unary, type GrpcServerHandle } from './grpc';
 import { boundMethod } from './call-hooks';
 import { makeTestPki } from './testing/pki';
@@ -17,9 +17,10 @@ afterAll(() => pki.remove());
 
 describe('balancedTarget', () => {
   it('resolves one entry through DNS, every address of the name', () => {
-    expect(balancedTarget('storage:7101')).toBe('dns:///storage:7101');
+    // grpc-js's default scheme is dns: both forms resolve every address of the name.
+    expect(balancedTarget('storage:7101')).toBe('storage:7101');
     expect(balancedTarget(' dns:///storage.svc-system.svc:7101 ')).toBe('dns:///storage.svc-system.svc:7101');
-    expect(balancedTarget('[::1]:7101')).toBe('dns:///[::1]:7101');
+    expect(balancedTarget('[::1]:7101')).toBe('[::1]:7101');
   });
 
   it('resolves a list entry by entry', () => {
@@ -112,21 +113,27 @@ describe('calls over several replicas', () => {
   });
 });
 
+/** A CallStream over `client` that counts the streams it opened. */
+function countingCallStream(client: storage.StorageClient, options: CallStreamOptions): { calls: CallStream; opened: () => number } {
+  let opened = 0;
+  const calls = new CallStream(
+    'storage',
+    () => {
+      opened++;
+      return client.calls();
+    },
+    options,
+  );
+  return { calls, opened: () => opened };
+}
+
 describe('a Calls stream replaced while a call is on it', () => {
   it('answers the call on the old stream, then ends it', async () => {
     let release: () => void = () => undefined;
     const r = await replica('a', new Promise<void>((resolve) => (release = resolve)));
     const client = new storage.StorageClient(...channelTo(r.server.address, 'storage', pki.tlsFor('gateway')));
     let now = 0;
-    let opened = 0;
-    const calls = new CallStream(
-      'storage',
-      () => {
-        opened++;
-        return client.calls();
-      },
-      { streams: 1, maxStreamAgeMs: 1000, now: () => now },
-    );
+    const { calls, opened } = countingCallStream(client, { streams: 1, maxStreamAgeMs: 1000, now: () => now });
     try {
       const slow = calls.call(storage.StorageService.currentRevision, {});
       while (r.served.length === 0) await new Promise((res) => setTimeout(res, 5));
@@ -135,7 +142,30 @@ describe('a Calls stream replaced while a call is on it', () => {
       release();
       expect((await slow).revision).toBe(1);
       expect((await next).revision).toBe(1);
-      expect(opened).toBe(2);
+      expect(opened()).toBe(2);
+    } finally {
+      calls.close();
+      client.close();
+      await r.server.close();
+    }
+  });
+});
+
+describe('how long a Calls stream takes calls', () => {
+  it('replaces the first streams within seconds, later ones after longer, up to the maximum age', async () => {
+    const r = await replica('a');
+    const client = new storage.StorageClient(...channelTo(r.server.address, 'storage', pki.tlsFor('gateway')));
+    let now = 0;
+    const { calls, opened } = countingCallStream(client, { streams: 1, maxStreamAgeMs: 3000, now: () => now });
+    const openedAt = async (t: number): Promise<number> => {
+      now = t;
+      await calls.call(storage.StorageService.currentRevision, {});
+      return opened();
+    };
+    try {
+      // Opened at 0: one second. At 1 s: one second. At 2 s: two seconds. At 4 s: three (the maximum).
+      expect([await openedAt(0), await openedAt(999), await openedAt(1000), await openedAt(1999), await openedAt(2000)]).toEqual([1, 1, 2, 2, 3]);
+      expect([await openedAt(3999), await openedAt(4000), await openedAt(6999), await openedAt(7000)]).toEqual([3, 4, 4, 5]);
     } finally {
       calls.close();
       client.close();

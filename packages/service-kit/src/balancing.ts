@@ -47,14 +47,15 @@ function hostPortOf(entry: string): string {
 
 /**
  * The grpc-js target for an address flag's value: one entry as it is
- * (grpc-js resolves it through DNS), several as a list resolved entry by
- * entry. Throws on an empty value or an entry that is not host:port.
+ * (grpc-js resolves `host:port` through DNS too), several as a list
+ * resolved entry by entry. Throws on an empty value or an entry that is not host:port.
  */
 export function balancedTarget(address: string): string {
   const entries = addressEntries(address);
   if (entries.length === 0) throw new Error('an address is needed (host:port, dns:///host:port, or a comma-separated list of them)');
   const hostPorts = entries.map(hostPortOf);
-  if (entries.length === 1) return `${DNS_PREFIX}${hostPorts[0]}`;
+  // grpc-js resolves a target without a scheme through DNS as well.
+  if (entries.length === 1) return entries[0] as string;
   registerListResolver();
   return `${LIST_SCHEME}:///${hostPorts.join(',')}`;
 }

@@ -210,6 +210,13 @@ export const DEFAULT_CALL_STREAMS = 4;
  * server is about to close, and streams move to replicas that appeared.
  */
 export const DEFAULT_STREAM_MAX_AGE_MS = 30_000;
+/**
+ * The shortest life of a stream. A stream lives as long as the client had
+ * been calling when it opened, between this and the maximum age: the
+ * streams opened while the channel was still connecting (all to the first
+ * replica that answered) are replaced within seconds, later ones rarely.
+ */
+const MIN_STREAM_AGE_MS = 1000;
 
 export interface CallStreamOptions {
   /** Streams open at once, calls taking turns among them (default DEFAULT_CALL_STREAMS). */
@@ -222,16 +229,18 @@ export interface CallStreamOptions {
 
 interface Slot {
   stream: grpc.ClientDuplexStream<Frame, Frame>;
-  openedAt: number;
+  /** When the stream stops taking new calls. */
+  retireAt: number;
 }
 
 /**
  * The calling side. A stream is one HTTP/2 stream, so it stays on the
  * replica the channel's balancer picked when it opened: the client keeps
  * several streams, opened one after another (the round-robin balancer puts
- * each on the next replica) and takes turns among them, and replaces each
- * after `maxStreamAgeMs` (the old one ends once its calls are answered), so
- * calls spread over the replicas and follow them as they change.
+ * each on the next ready replica) and takes turns among them, and replaces
+ * each after at most `maxStreamAgeMs` (the old one ends once its calls are
+ * answered; see MIN_STREAM_AGE_MS for the first ones), so calls spread over
+ * the replicas and follow them as they change.
  *
  * A stream opens on first use and again after it broke. A call that gets
  * no answer within its timeout fails with 504 (and a cancel frame tells the
@@ -246,6 +255,8 @@ export class CallStream {
   private closed = false;
   private readonly maxAgeMs: number;
   private readonly now: () => number;
+  /** When the first stream opened (the channel started connecting). */
+  private firstOpenAt: number | undefined;
 
   constructor(
     private readonly service: string,
@@ -314,12 +325,15 @@ export class CallStream {
     this.nextSlot = (this.nextSlot + 1) % this.slots.length;
     const slot = this.slots[index];
     if (slot && !slot.stream.destroyed) {
-      if (this.now() - slot.openedAt < this.maxAgeMs) return slot.stream;
+      if (this.now() < slot.retireAt) return slot.stream;
       // Half-closed, the stream ends once the calls on it are answered (CallsServer).
       slot.stream.end();
     }
     const stream = this.openStream();
-    this.slots[index] = { stream, openedAt: this.now() };
+    const now = this.now();
+    this.firstOpenAt ??= now;
+    const lifeMs = Math.min(this.maxAgeMs, Math.max(MIN_STREAM_AGE_MS, now - this.firstOpenAt));
+    this.slots[index] = { stream, retireAt: now + lifeMs };
     const broken = (err: ApiError): void => {
       if (this.slots[index]?.stream === stream) this.slots[index] = undefined;
       this.failAll(stream, err);
