@@ -332,6 +332,16 @@ describe('deploy/kubernetes overlays', () => {
     expect(argv(jobSpec.containers[0] as Container).join(' ')).toContain('mv /var/lib/etcd/restore/member /var/lib/etcd/member');
   });
 
+  test('deploy/kubernetes-monitoring renders the ingress-nginx overlay with the PodMonitors', async () => {
+    const res = await kustomize(path.join(ROOT, 'deploy', 'kubernetes-monitoring'));
+    expect(res.stderr).toBe('');
+    const docs = yaml.loadAll(res.stdout) as K8sObject[];
+    const names = docs.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(names).toEqual(expect.arrayContaining(['Ingress/gateway', 'Deployment/gateway', 'Job/svc-pki']));
+    expect(docs.filter((o) => o.kind === 'PodMonitor').length).toBeGreaterThan(0);
+    expect(names.length).toBe(objects('ingress-nginx').length + docs.filter((o) => o.kind === 'PodMonitor' || (o.kind === 'NetworkPolicy' && !find('ingress-nginx', 'NetworkPolicy', o.metadata.name))).length);
+  });
+
   test('an overlay without its host name fails to render, naming what is missing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-overlay-'));
     try {
