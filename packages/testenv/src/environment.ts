@@ -3,8 +3,10 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ETCD_MAX_REQUEST_BYTES, startEtcd, startNats, type EtcdInstance, type NatsInstance } from './backends';
-import { installCrds, readCrdDocuments } from './crds';
+import type { KubeConfig } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { crdDocumentsOf, installCrds, uninstallCrds, type CrdSource } from './crds';
 import { encryptionArgs, type EncryptionEnvironmentOptions } from './encryption';
+import { kubeConfigFromText, userKubeconfigFile } from './kube-config';
 import { ensureInternalPki, ensurePki, issueClientCertificate, kubeconfig, type InternalIdentity, type InternalPki, type Pki } from './pki';
 import { freePort, waitForPort } from './ports';
 import { spawnManaged, tailLog, type ManagedProcess, type RestartPolicy } from './process';
@@ -31,6 +33,12 @@ export interface EnvironmentOptions {
   metricsBasePort?: number;
   /** Replicas of watch-fanout (they elect one publisher). */
   watchFanoutReplicas?: number;
+  /**
+   * Replicas of storage (default 1): the first is `storage` on the first
+   * service port, the others `storage-1`, ... (processes, `addresses`,
+   * `metricsAddresses`) on free ports; every client is given them all.
+   */
+  storageReplicas?: number;
   /** authz's --authorization-mode; default DEFAULT_AUTHORIZATION_MODE (Node, then RBAC, as clusters of the original server run). */
   authorizationMode?: string;
   /** authz's `--authorization-policy-file` (the ABAC mode, which `authorizationMode` must then name). */
@@ -59,10 +67,14 @@ export interface EnvironmentOptions {
   gateways?: number;
   /**
    * CustomResourceDefinitions to install before the environment is
-   * returned: files or directories of YAML (or JSON) documents. The harness
-   * waits until each is Established and served by every gateway.
+   * returned: files or directories of YAML (or JSON) documents, or the
+   * definitions as objects. The harness waits until each is Established and
+   * served by every gateway. `stop()` deletes the ones it created unless
+   * `keepCrds` (or `stop(true)`, which removes all the data anyway).
    */
-  crds?: string[];
+  crds?: CrdSource[];
+  /** Leave the definitions the harness installed in place on `stop()` (for a persistent `dir`). */
+  keepCrds?: boolean;
   /** How long to wait for the definitions (default 30 s). */
   crdTimeoutMs?: number;
   /**
@@ -138,7 +150,17 @@ export interface Environment {
   encryptionConfigPath?: string;
   /** Where and with what to serve the webhooks of `options.webhooks` (set only with that option). */
   webhooks?: WebhookServing;
-  /** Stops everything started, newest first. Data stays in `dir` unless `removeData`. */
+  /** The admin's (system:masters) `@kubernetes/client-node` configuration, ready to use. */
+  kubeConfig(): Promise<KubeConfig>;
+  /** The configuration of `user` in `groups`: a client certificate from the environment's CA (its kubeconfig file is in `dir`). */
+  userKubeConfig(user: string, groups?: string[]): Promise<KubeConfig>;
+  /** Installs more definitions as `crds` does (files, directories or objects); `stop()` deletes the ones it created. */
+  installCrds(crds: CrdSource[], timeoutMs?: number): Promise<void>;
+  /**
+   * Stops everything started, newest first, after deleting the definitions
+   * the harness created (unless `keepCrds`). Data stays in `dir` unless
+   * `removeData` (then the definitions go with it).
+   */
   stop(removeData?: boolean): Promise<void>;
 }
 
@@ -190,8 +212,8 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-env-'));
   const logDir = path.join(dir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
-  const pki = ensurePki(path.join(dir, 'pki'));
-  const internalPki = ensureInternalPki(path.join(dir, 'pki', 'internal'));
+  const pki = await ensurePki(path.join(dir, 'pki'));
+  const internalPki = await ensureInternalPki(path.join(dir, 'pki', 'internal'));
   const processes: ManagedProcess[] = [];
   const restart = options.supervise === false ? undefined : supervisorPolicy(path.join(logDir, 'supervisor.log'), options.logStream);
   let etcd: EtcdInstance | undefined;
@@ -223,12 +245,18 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     const fanoutAddresses: string[] = [];
     for (let i = 0; i < replicas; i++) fanoutAddresses.push(`127.0.0.1:${await port(4 + i)}`);
     addresses['watch-fanout'] = fanoutAddresses[0] as string;
+    const storageAddresses = [addresses['storage'] as string];
+    for (let i = 1; i < (options.storageReplicas ?? 1); i++) {
+      storageAddresses.push(`127.0.0.1:${await freePort()}`);
+      addresses[`storage-${i}`] = storageAddresses[i] as string;
+    }
+    const storageTarget = storageAddresses.join(',');
     const gatewayPorts = [options.gatewayPort || (await freePort())];
     for (let i = 1; i < (options.gateways ?? 1); i++) gatewayPorts.push(await freePort());
     const urls = gatewayPorts.map((p) => `https://127.0.0.1:${p}`);
     const url = urls[0] as string;
     // Read before anything starts, so a bad file fails at once.
-    const crdDocs = options.crds ? readCrdDocuments(options.crds) : [];
+    const crdDocs = options.crds ? crdDocumentsOf(options.crds) : [];
     if (options.webhooks) readWebhookDocuments(options.webhooks.paths ?? [], options.webhooks.ignoreErrorIfPathMissing);
 
     // Every gRPC service serves and calls with its own internal certificate.
@@ -266,12 +294,14 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     };
     // storage writes and reads etcd's values, watch-fanout reads them: both hold the same configuration.
     const encryption = encryptionArgs(dir, options.encryption);
-    await launch('storage', 'storage', [`--listen=${addresses['storage']}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`, ...encryption.args], addresses['storage'] as string);
+    for (const [i, addr] of storageAddresses.entries()) {
+      await launch(i === 0 ? 'storage' : `storage-${i}`, 'storage', [`--listen=${addr}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`, ...encryption.args], addr);
+    }
     const authnArgs = [
       `--listen=${addresses['authn']}`,
       `--client-ca-file=${pki.caCert}`,
       `--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`,
-      `--storage-address=${addresses['storage']}`,
+      `--storage-address=${storageTarget}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       `--service-account-key-file=${pki.serviceAccountKey}`,
@@ -288,7 +318,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         `--listen=${addresses['authz']}`,
         // A test's --authorization-config replaces the modes (the two may not be combined).
         ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`]),
-        `--storage-address=${addresses['storage']}`,
+        `--storage-address=${storageTarget}`,
         `--watch-fanout-address=${fanoutAddresses.join(',')}`,
         ...(options.authorizationPolicyFile ? [`--authorization-policy-file=${options.authorizationPolicyFile}`] : []),
       ],
@@ -297,7 +327,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     await launch(
       'admission',
       'admission',
-      [`--listen=${addresses['admission']}`, `--storage-address=${addresses['storage']}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`, `--authz-address=${addresses['authz']}`],
+      [`--listen=${addresses['admission']}`, `--storage-address=${storageTarget}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`, `--authz-address=${addresses['authz']}`],
       addresses['admission'] as string,
     );
     for (const [i, addr] of fanoutAddresses.entries()) {
@@ -312,7 +342,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
           `--tls-cert-file=${pki.servingCert}`,
           `--tls-private-key-file=${pki.servingKey}`,
           `--client-ca-file=${pki.caCert}`,
-          `--storage-address=${addresses['storage']}`,
+          `--storage-address=${storageTarget}`,
           `--authn-address=${addresses['authn']}`,
           `--authz-address=${addresses['authz']}`,
           `--admission-address=${addresses['admission']}`,
@@ -341,10 +371,10 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     // Controllers are API clients, each with its own least-privilege service account; the
     // process's certificate may only create those accounts' tokens. Only the writer of the
     // default roles holds everything it grants.
-    const cm = issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', []);
+    const cm = await issueClientCertificate(pki, 'controller-manager', 'system:svc-controller-manager', []);
     const cmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');
     fs.writeFileSync(cmKubeconfig, kubeconfig(url, pki.caCert, cm.cert, cm.key, 'system:svc-controller-manager'), { mode: 0o600 });
-    const bootstrap = issueClientCertificate(pki, 'rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
+    const bootstrap = await issueClientCertificate(pki, 'rbac-bootstrap', 'system:svc-rbac-bootstrap', ['system:masters']);
     const bootstrapKubeconfig = path.join(dir, 'rbac-bootstrap.kubeconfig');
     fs.writeFileSync(bootstrapKubeconfig, kubeconfig(url, pki.caCert, bootstrap.cert, bootstrap.key, 'system:svc-rbac-bootstrap'), { mode: 0o600 });
     // Every replica is elected (--leader-elect is on by default): one runs the controllers.
@@ -367,7 +397,8 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       );
     }
     const adminTls = { ca, cert: fs.readFileSync(pki.adminCert), key: fs.readFileSync(pki.adminKey) };
-    if (crdDocs.length > 0) await installCrds(urls, adminTls, crdDocs, options.crdTimeoutMs);
+    const installedCrds: string[] = [];
+    if (crdDocs.length > 0) installedCrds.push(...(await installCrds(urls, adminTls, crdDocs, options.crdTimeoutMs)));
     // The port is picked once every service listens, so none of them can take it.
     const webhooks = options.webhooks ? await prepareWebhooks(options.webhooks, path.join(dir, 'webhook-serving-certs')) : undefined;
     if (webhooks) {
@@ -377,6 +408,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
         beforeStop = () => uninstallWebhooks(url, adminTls, webhooks);
       }
     }
+    const kubeconfigText = fs.readFileSync(kubeconfigPath, 'utf8');
     const started = { etcd, nats };
     return {
       dir,
@@ -392,9 +424,15 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       metricsAddresses,
       ...(encryption.file ? { encryptionConfigPath: encryption.file } : {}),
       ...(webhooks ? { webhooks } : {}),
+      kubeConfig: () => kubeConfigFromText(kubeconfigText),
+      userKubeConfig: async (user, groups = []) => kubeConfigFromText(fs.readFileSync(await userKubeconfigFile(pki, url, dir, user, groups), 'utf8')),
+      async installCrds(crds, timeoutMs = options.crdTimeoutMs) {
+        installedCrds.push(...(await installCrds(urls, adminTls, crdDocumentsOf(crds), timeoutMs)));
+      },
       async stop(removeData = false) {
         try {
           await beforeStop?.();
+          if (!removeData && !options.keepCrds && installedCrds.length > 0) await uninstallCrds(url, adminTls, installedCrds.splice(0), options.crdTimeoutMs);
         } finally {
           await stopAll();
         }
