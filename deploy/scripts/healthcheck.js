@@ -78,8 +78,10 @@ function decodeResponse(bytes) {
     if (wire === 0) {
       const v = varint();
       if (tag >>> 3 === 1) status = v;
-    } else if (wire === 2) i += varint();
-    else if (wire === 1) i += 8;
+    } else if (wire === 2) {
+      const length = varint(); // read first: `i += varint()` would add to the index from before the length
+      i += length;
+    } else if (wire === 1) i += 8;
     else if (wire === 5) i += 4;
     else throw new Error(`unexpected wire type ${wire} in health response`);
   }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { health } from '@svc/proto';
@@ -130,3 +131,41 @@ describe('grpc.health.v1 on storage and watch-fanout', () => {
   }, 90_000);
 
 });
+
+describe('deploy/scripts/healthcheck.js', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const script = require(HEALTHCHECK) as { encodeRequest(service: string): Buffer; decodeResponse(bytes: Buffer): { status: number } };
+
+  it('writes and reads the messages as the generated code does', () => {
+    for (const service of ['', 'liveness', 'x'.repeat(300)]) {
+      expect(script.encodeRequest(service)).toEqual(Buffer.from(health.HealthCheckRequest.encode({ service }).finish()));
+    }
+    for (const status of [ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.UNKNOWN]) {
+      expect(script.decodeResponse(Buffer.from(health.HealthCheckResponse.encode({ status }).finish()))).toEqual({ status });
+    }
+    // Fields it does not know are skipped.
+    expect(script.decodeResponse(Buffer.from([0x12, 0x02, 0x61, 0x62, 0x08, 0x01]))).toEqual({ status: 1 });
+  });
+
+  it('gives up on a server that accepts the connection and never answers, within its timeout', async () => {
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    try {
+      const probe = await healthcheck('grpc', `127.0.0.1:${port}`, '--timeout=500');
+      expect(probe.code).toBe(1);
+      expect(probe.stderr).toMatch(/Deadline exceeded|no answer/i);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
+  it('refuses arguments it does not understand with exit code 2', async () => {
+    expect((await healthcheck('grpc', '127.0.0.1:1', '--timeout=soon')).code).toBe(2);
+    expect((await healthcheck('grpc', '127.0.0.1:1', 'ca.pem')).code).toBe(2);
+    expect((await healthcheck('tcp', '127.0.0.1:1')).code).toBe(2);
+  });
+});
+
