@@ -29,6 +29,7 @@ import { Client, cpuMs, cpuPerOp, directEtcd, fmt, rssBytes, runConcurrent, stat
 import { benchLists, formatLists, type ListFigures } from './lists';
 import { benchWatchers, formatWatchers, type WatchersFigures } from './watchers';
 import { benchSecretEncryption, formatSecretEncryption } from './secret-encryption';
+import { APF_ENVIRONMENT, benchPriorityAndFairness, formatPriorityAndFairness } from './priority-and-fairness';
 
 /**
  * `make bench`: our figures next to the raw limits measured in the same run.
@@ -276,6 +277,8 @@ function formatCpuPerCreate(figures: CreateFigures): string[] {
 interface Scenario {
   /** Its figures (written to `bench/results/<name>.json`) and their lines in the output. */
   run(env: Environment, client: Client, etcd: Etcd3): Promise<{ figures: unknown; lines: string[] }>;
+  /** Options of its environment besides the bench's own. */
+  environment?: Parameters<typeof startEnvironment>[0];
 }
 
 /** What `BENCH_ONLY=<name> make bench` runs alone, each in a fresh environment. */
@@ -317,6 +320,14 @@ const SCENARIOS: Record<string, Scenario> = {
       return { figures, lines: formatGarbageCollection(figures) };
     },
   },
+  /** API Priority and Fairness: gateway CPU per create with it on and off, a second flow's gets under a flood from one flow. */
+  apf: {
+    environment: APF_ENVIRONMENT,
+    run: async (env, client) => {
+      const figures = await benchPriorityAndFairness(env, client);
+      return { figures, lines: formatPriorityAndFairness(figures) };
+    },
+  },
   /** Unpaged lists (consistent and resourceVersion=0, gzip) next to the etcd range read. */
   lists: {
     run: async (env, client, etcd) => {
@@ -328,7 +339,7 @@ const SCENARIOS: Record<string, Scenario> = {
 
 async function runAlone(name: string, scenario: Scenario): Promise<void> {
   const sink = tracingRequested() ? await startTracingSink() : undefined;
-  const env = await startEnvironment({ ...benchEnvironmentOptions(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))), ...(sink ? { env: sink.env } : {}) });
+  const env = await startEnvironment({ ...benchEnvironmentOptions(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))), ...scenario.environment, ...(sink ? { env: sink.env } : {}) });
   const client = new Client(env);
   const etcd = directEtcd(env);
   try {

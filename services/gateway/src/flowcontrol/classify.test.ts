@@ -165,3 +165,27 @@ describe('work estimate', () => {
     expect(estimateSeats(info('DELETE', '/api/v1/namespaces/ns1/configmaps'), counts(2000))).toBe(1);
   });
 });
+
+describe('the Dangling condition', () => {
+  test('is True while the named level is missing, False once it exists, and written only when it changes', async () => {
+    const orphan = schema('orphan', 50, 'nowhere', []);
+    const found = schema('work', 60, 'workload', []);
+    const level = limited('workload', 10);
+    const written: ApiObject[] = [];
+    let stored = { flowSchemas: [orphan, found], priorityLevels: [level] };
+    const fc = new FlowControl(async () => stored, { serverConcurrencyLimit: 10, writeStatus: async (o) => void written.push(o) });
+    await fc.refresh();
+    const conditionOf = (o: ApiObject | undefined) => ((o?.['status'] as { conditions: Array<Record<string, unknown>> }).conditions ?? []).find((c) => c['type'] === 'Dangling');
+    expect(written.map((o) => o.metadata?.name)).toEqual(['orphan', 'work']);
+    expect(conditionOf(written[0])).toMatchObject({ status: 'True', reason: 'NotFound' });
+    expect(String(conditionOf(written[0])?.['message'])).toContain('"nowhere" but there is no such object');
+    expect(conditionOf(written[1])).toMatchObject({ status: 'False', reason: 'Found' });
+    // The same objects again: nothing changed, nothing written.
+    await fc.refresh();
+    expect(written).toHaveLength(2);
+    // Stored with their conditions (a new resourceVersion): the conditions already say so.
+    stored = { flowSchemas: written.map((o) => ({ ...o, metadata: { ...o.metadata, resourceVersion: '2' } })), priorityLevels: [level] };
+    await fc.refresh();
+    expect(written).toHaveLength(2);
+  });
+});

@@ -2,6 +2,7 @@ import type { ApiObject, UserInfo } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import { classify, flowDistinguisher, flowHash, type ClassifiedRequest } from './classify';
 import { CATCH_ALL, digestConfig, flowSchemaFrom, priorityLevelFrom, type DigestedConfig, type DigestedLevel, type FlowSchema } from './config';
+import { withDanglingCondition } from './dangling';
 import { levelObserver, setLevelLimits } from './metrics';
 import { QueueSet, realClock, type Clock, type RequestDetails, type Ticket } from './queueset';
 
@@ -21,6 +22,8 @@ export interface FlowControlOptions {
   /** How often the configuration is read again. */
   refreshMs: number;
   clock: Clock;
+  /** Writes a FlowSchema whose `Dangling` condition changed (compare-and-swap on its resourceVersion); unset: nothing is written. */
+  writeStatus?: (schema: ApiObject) => Promise<void>;
 }
 
 export const DEFAULT_QUEUE_WAIT_MS = 15_000;
@@ -81,7 +84,7 @@ export class FlowControl {
     this.refreshing ??= (async () => {
       try {
         const { flowSchemas, priorityLevels } = await source();
-        this.apply(flowSchemas.map(flowSchemaFrom), priorityLevels.map(priorityLevelFrom));
+        if (this.apply(flowSchemas.map(flowSchemaFrom), priorityLevels.map(priorityLevelFrom))) await this.writeDangling(flowSchemas, priorityLevels);
       } catch (err) {
         this.log?.warn('flow control: could not read the configuration; keeping the one in force', { err: (err as Error).message });
       } finally {
@@ -91,10 +94,31 @@ export class FlowControl {
     return this.refreshing;
   }
 
-  /** Applies a configuration (the objects as read; the mandatory ones are imagined when missing). */
-  apply(flowSchemas: readonly FlowSchema[], priorityLevels: readonly ReturnType<typeof priorityLevelFrom>[]): void {
+  /**
+   * Each stored FlowSchema's `Dangling` condition, written where it is not
+   * what the stored levels say (a write that loses a race is left to the
+   * next change, which reads the schema again).
+   */
+  private async writeDangling(schemas: readonly ApiObject[], levels: readonly ApiObject[]): Promise<void> {
+    const write = this.options.writeStatus;
+    if (!write) return;
+    const levelNames = new Set(levels.map((l) => l.metadata?.name ?? ''));
+    for (const raw of schemas) {
+      const level = flowSchemaFrom(raw).priorityLevel;
+      const updated = withDanglingCondition(raw, level, levelNames.has(level));
+      if (!updated) continue;
+      try {
+        await write(updated);
+      } catch (err) {
+        this.log?.info('flow control: the Dangling condition of a flow schema was not written', { flowSchema: raw.metadata?.name, err: (err as Error).message });
+      }
+    }
+  }
+
+  /** Applies a configuration (the objects as read; the mandatory ones are imagined when missing); false when nothing changed. */
+  apply(flowSchemas: readonly FlowSchema[], priorityLevels: readonly ReturnType<typeof priorityLevelFrom>[]): boolean {
     const fingerprint = [...flowSchemas.map((s) => `fs/${s.name}/${s.uid}/${s.resourceVersion}`), ...priorityLevels.map((l) => `pl/${l.name}/${l.uid}/${l.resourceVersion}`)].sort().join('\n');
-    if (fingerprint === this.fingerprint) return;
+    if (fingerprint === this.fingerprint) return false;
     this.fingerprint = fingerprint;
     const digested = digestConfig(flowSchemas, priorityLevels, this.options.serverConcurrencyLimit);
     this.applyDigest(digested);
@@ -104,6 +128,7 @@ export class FlowControl {
       ...(digested.imagined.length > 0 ? { imagined: digested.imagined } : {}),
       ...(digested.dangling.size > 0 ? { dangling: Object.fromEntries(digested.dangling) } : {}),
     });
+    return true;
   }
 
   private applyDigest(digested: DigestedConfig): void {

@@ -28,7 +28,14 @@ const RETRY_AFTER_SECONDS = 1;
 
 /** The 429 of a request flow control refused. */
 export function tooManyRequests(reason: RejectReason | 'max-in-flight'): ApiError {
-  const why = reason === 'time-out' ? 'it waited too long in its queue' : reason === 'queue-full' ? 'its queue is full' : 'its priority level is at its concurrency limit';
+  const why =
+    reason === 'time-out'
+      ? 'it waited too long in its queue'
+      : reason === 'queue-full'
+        ? 'its queue is full'
+        : reason === 'max-in-flight'
+          ? 'too many requests of its kind are in flight'
+          : 'its priority level is at its concurrency limit';
   return ApiError.tooManyRequests(`Too many requests, please try again later (${why}).`, RETRY_AFTER_SECONDS);
 }
 

@@ -57,7 +57,14 @@ export function setupFlowControl(config: FlowControlConfig, storage: ObjectStora
   }
   const controller = new FlowControl(
     storageSource(storage),
-    { serverConcurrencyLimit: config.maxRequestsInflight + config.maxMutatingRequestsInflight, queueWaitMs: config.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS },
+    {
+      serverConcurrencyLimit: config.maxRequestsInflight + config.maxMutatingRequestsInflight,
+      queueWaitMs: config.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS,
+      writeStatus: async (schema) => {
+        const name = schema.metadata?.name ?? '';
+        await storage.update({ ...collection('flowschemas'), name }, schema, { revision: Number(schema.metadata?.resourceVersion ?? 0) }, { timeoutMs: READ_TIMEOUT_MS });
+      },
+    },
     log,
   );
   controller.start();
