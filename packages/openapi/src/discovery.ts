@@ -82,17 +82,24 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
       kind: def.kind,
       verbs: [...def.verbs],
     };
-    // Reviews are never stored, so they have no storage version.
-    if (!def.virtual) resource.storageVersionHash = storageVersionHash(def);
     if (def.shortNames.length > 0) resource.shortNames = [...def.shortNames];
     if (def.categories.length > 0) resource.categories = [...def.categories];
+    // Reviews are never stored, so they have no storage version. Last, as the original's APIResource orders its fields.
+    if (!def.virtual) resource.storageVersionHash = storageVersionHash(def);
     resources.push(resource);
     for (const sub of def.subresources) {
-      const entry: ApiResource = { name: `${def.plural}/${sub.name}`, singularName: '', namespaced: def.namespaced, kind: sub.kind ?? def.kind, verbs: [...sub.verbs] };
-      if (sub.group !== undefined && sub.group !== def.group) entry.group = sub.group;
-      if (sub.version !== undefined && sub.version !== def.version) entry.version = sub.version;
-      if (entry.group !== undefined && entry.version === undefined) entry.version = sub.version ?? def.version;
-      resources.push(entry);
+      // Keys in the original's field order: name, singularName, namespaced, group, version, kind, verbs.
+      const group = sub.group !== undefined && sub.group !== def.group ? sub.group : undefined;
+      const version = sub.version !== undefined && sub.version !== def.version ? sub.version : group !== undefined ? (sub.version ?? def.version) : undefined;
+      resources.push({
+        name: `${def.plural}/${sub.name}`,
+        singularName: '',
+        namespaced: def.namespaced,
+        ...(group !== undefined ? { group } : {}),
+        ...(version !== undefined ? { version } : {}),
+        kind: sub.kind ?? def.kind,
+        verbs: [...sub.verbs],
+      });
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources };

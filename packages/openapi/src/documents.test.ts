@@ -308,6 +308,14 @@ describe('discovery documents', () => {
     expect(byName.get('configmaps')?.storageVersionHash).toMatch(/^[A-Za-z0-9+/]{11}=$/);
   });
 
+  it('orders each resource\'s keys as the original\'s APIResource fields: storageVersionHash after shortNames and categories, group and version before kind', () => {
+    const pods = apiResourceList(registry, '', 'v1').resources.find((r) => r.name === 'pods');
+    expect(Object.keys(pods ?? {})).toEqual(['name', 'singularName', 'namespaced', 'kind', 'verbs', 'shortNames', 'categories', 'storageVersionHash']);
+    const token = apiResourceList(registry, '', 'v1').resources.find((r) => r.name === 'serviceaccounts/token');
+    expect(Object.keys(token ?? {})).toEqual(['name', 'singularName', 'namespaced', 'group', 'version', 'kind', 'verbs']);
+    expect(token).toMatchObject({ group: 'authentication.svc.io', version: 'v1', kind: 'TokenRequest' });
+  });
+
   it('lists our svc.io groups a second time under their upstream names, after ours (RBAC just before ours), without short names or categories', () => {
     const list = withUpstreamGroupNames(apiGroupList(registry));
     const names = list.groups.map((g) => g.name);

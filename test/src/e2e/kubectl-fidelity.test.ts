@@ -7,8 +7,10 @@ import { adminRequest } from './http';
 /**
  * kubectl workflows as its users drive them: moving between client-side and
  * server-side apply, ownership-only writes, `replace -f` of a pod, an
- * unconditional update with resourceVersion "0", and a DELETE whose
- * DeleteOptions are protobuf.
+ * unconditional update with resourceVersion "0", a DELETE whose
+ * DeleteOptions are protobuf, and the original's messages where kubectl shows
+ * them (decoding a body of the wrong kind, a label patched to a string, a
+ * changed clusterIP) and its discovery key order.
  */
 describe('kubectl fidelity', () => {
   let env: Environment;
@@ -148,5 +150,55 @@ describe('kubectl fidelity', () => {
     const deleted = await adminRequest(env, 'DELETE', url, options({ propagationPolicy: 'Background' }), { 'content-type': PROTOBUF });
     expect(deleted.status).toBe(200);
     expect((await kubectl(['get', 'configmap', 'pb-delete', '-o', 'name'])).code).not.toBe(0);
+  });
+
+  test('a body of the wrong kind or version is refused in the original decoder\'s words; one without kind or apiVersion is the endpoint\'s', async () => {
+    const url = '/api/v1/namespaces/default/secrets';
+    const post = (body: Record<string, unknown>) => adminRequest(env, 'POST', url, JSON.stringify({ metadata: { name: 'decoded' }, ...body }), { 'content-type': 'application/json' });
+    const refused = async (body: Record<string, unknown>) => {
+      const res = await post(body);
+      const status = res.json() as { code: number; reason: string; message: string };
+      return [res.status, status.reason, status.message];
+    };
+    expect(await refused({ apiVersion: 'v1', kind: 'ConfigMap' })).toEqual([400, 'BadRequest', 'ConfigMap in version "v1" cannot be handled as a Secret: converting (v1.ConfigMap) to (core.Secret): unknown conversion']);
+    expect(await refused({ apiVersion: 'v2', kind: 'Secret' })).toEqual([
+      400,
+      'BadRequest',
+      'Secret in version "v2" cannot be handled as a Secret: no kind "Secret" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30"',
+    ]);
+    expect(await refused({ apiVersion: 'v1', kind: ['Secret'] })).toEqual([
+      400,
+      'BadRequest',
+      expect.stringMatching(/^the object provided is unrecognized \(must be of type Secret\): couldn't get version\/kind; json parse error: json: cannot unmarshal array into Go struct field \.kind of type string \(/),
+    ]);
+    const bare = await post({ stringData: { a: 'b' } });
+    expect([bare.status, (bare.json() as { kind: string }).kind]).toEqual([201, 'Secret']);
+  });
+
+  test('a label patch to a string is refused with the original\'s message, by merge and strategic merge patch', async () => {
+    expect((await kubectl(['create', 'configmap', 'labelled', '--from-literal=a=b'])).code).toBe(0);
+    const merge = await kubectl(['patch', 'configmap', 'labelled', '--type=merge', '-p', '{"metadata":{"labels":"x"}}']);
+    expect(merge.code).not.toBe(0);
+    // kubectl words a 422 without kind or name as "The request is invalid".
+    expect(merge.stderr).toMatch(/^The request is invalid: patch: Invalid value: ".*": json: cannot unmarshal string into Go struct field ObjectMeta\.metadata\.labels of type map\[string\]string\n$/);
+    const strategic = await kubectl(['patch', 'configmap', 'labelled', '-p', '{"metadata":{"labels":"x"}}']);
+    expect(strategic.stderr).toBe('The request is invalid: patch: Invalid value: "map[metadata:map[labels:x]]": cannot restore map from string\n');
+    const put = await adminRequest(env, 'PUT', '/api/v1/namespaces/default/configmaps/labelled', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'labelled', labels: 'x' } }), { 'content-type': 'application/json' });
+    expect([put.status, (put.json() as { message: string }).message]).toEqual([
+      400,
+      'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.labels of type map[string]string',
+    ]);
+  });
+
+  test('a changed clusterIP names spec.clusterIPs[0], as the original', async () => {
+    expect((await kubectl(['create', 'service', 'clusterip', 'fixed-ip', '--clusterip=10.0.0.40', '--tcp=80:8080'])).code).toBe(0);
+    const changed = await kubectl(['patch', 'service', 'fixed-ip', '-p', '{"spec":{"clusterIP":"10.0.0.41"}}']);
+    expect(changed.stderr).toBe('The Service "fixed-ip" is invalid: spec.clusterIPs[0]: Invalid value: ["10.0.0.41"]: may not change once set\n');
+  });
+
+  test('/api/v1 lists each resource\'s keys in the original\'s order', async () => {
+    const res = await adminRequest(env, 'GET', '/api/v1');
+    const pods = (res.json()['resources'] as Array<Record<string, unknown>>).find((r) => r['name'] === 'pods');
+    expect(Object.keys(pods ?? {})).toEqual(['name', 'singularName', 'namespaced', 'kind', 'verbs', 'shortNames', 'categories', 'storageVersionHash']);
   });
 });

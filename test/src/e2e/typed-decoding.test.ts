@@ -10,9 +10,9 @@ import { adminRequest, type HttpResponse } from './http';
  * Typed fields of built-in kinds are decoded by their type before anything
  * is stored, as the original server's decoder does: bytes as base64, times
  * as RFC 3339, sized integers within range. A body that does not decode is
- * 400 naming the field, whatever the verb or patch type, and the stored
- * object stays as it was; valid values (from kubectl's protobuf bodies too)
- * still go through.
+ * 400 naming the field (a patch whose result does not decode: 422 for the
+ * `patch` field, as the original's patcher), and the stored object stays as
+ * it was; valid values (from kubectl's protobuf bodies too) still go through.
  */
 describe('typed decoding of built-in kinds', () => {
   let env: Environment;
@@ -24,6 +24,11 @@ describe('typed decoding of built-in kinds', () => {
     expect(`${res.status} ${res.body}`).toMatch(/^400 /);
     expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 400, reason: 'BadRequest' });
     expect(String(res.json()['message'])).toMatch(message);
+  };
+  /** A patch whose result does not decode: the original patcher's 422 for the `patch` field, naming the problem. */
+  const expectPatchRefused = (res: HttpResponse, problem: RegExp): void => {
+    expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 422, reason: 'Invalid', details: { causes: [{ field: 'patch' }] } });
+    expect(String(res.json()['message'])).toMatch(new RegExp(`^ "" is invalid: patch: Invalid value: ".*": ${problem.source}`));
   };
   const patchTypes: Array<{ name: string; contentType: string; body: (field: string, key: string, value: string) => string }> = [
     { name: 'merge', contentType: 'application/merge-patch+json', body: (field, key, value) => JSON.stringify({ [field]: { [key]: value } }) },
@@ -48,10 +53,12 @@ describe('typed decoding of built-in kinds', () => {
 
     const replaced = { ...current, [field]: { ...(current[field] ?? {}), [key]: value } };
     expectBadRequest(await adminRequest(env, 'PUT', url, JSON.stringify(replaced)), message);
+    // A patch whose result does not decode is the original patcher's 422 for the `patch` field, naming the same problem.
+    const problem = new RegExp(message.source.replace(/^.*cannot be handled as a \w+: /, ''));
     for (const patch of patchTypes) {
       const res = await adminRequest(env, 'PATCH', url, patch.body(field, key, value), { 'content-type': patch.contentType });
-      expect([patch.name, res.status]).toEqual([patch.name, 400]);
-      expectBadRequest(res, message);
+      expect([patch.name, res.status]).toEqual([patch.name, 422]);
+      expectPatchRefused(res, problem);
     }
     const apply = `{"apiVersion":"v1","kind":"${kind}","metadata":{"name":"${name}"},"${field}":{"${key}":${JSON.stringify(value)}}}`;
     expectBadRequest(await adminRequest(env, 'PATCH', `${url}?fieldManager=typed-test&force=true`, apply, { 'content-type': 'application/apply-patch+yaml' }), message);
@@ -110,21 +117,18 @@ describe('typed decoding of built-in kinds', () => {
     expect((viaPatch.json()['data'] as Record<string, string>)['password']).toBe(Buffer.from('not base64!').toString('base64'));
   });
 
-  test('a time that is not RFC 3339 is 400 naming the field', async () => {
+  test('a time that is not RFC 3339 is 400 naming the field (422 from a patch)', async () => {
     const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'timed' }, data: { k: 'v' } };
     expect((await adminRequest(env, 'POST', `${ns}/configmaps`, JSON.stringify(cm))).status).toBe(201);
     const before = await adminRequest(env, 'GET', `${ns}/configmaps/timed`);
     const garbage = await adminRequest(env, 'PATCH', `${ns}/configmaps/timed`, JSON.stringify({ metadata: { creationTimestamp: 'garbage' } }), { 'content-type': 'application/merge-patch+json' });
-    expectBadRequest(
-      garbage,
-      /^ConfigMap in version "v1" cannot be handled as a ConfigMap: metadata\.creationTimestamp: parsing time "garbage" as "2006-01-02T15:04:05Z07:00": cannot parse "garbage" as "2006"$/,
-    );
+    expectPatchRefused(garbage, /metadata\.creationTimestamp: parsing time "garbage" as "2006-01-02T15:04:05Z07:00": cannot parse "garbage" as "2006"$/);
     expectBadRequest(
       await adminRequest(env, 'POST', `${ns}/configmaps`, JSON.stringify({ ...cm, metadata: { name: 'timed2', creationTimestamp: '2024-13-01T00:00:00Z' } })),
       /metadata\.creationTimestamp: parsing time "2024-13-01T00:00:00Z": month out of range/,
     );
     const managedFields = [{ manager: 'm', operation: 'Update', apiVersion: 'v1', time: 'yesterday', fieldsType: 'FieldsV1', fieldsV1: {} }];
-    expectBadRequest(
+    expectPatchRefused(
       await adminRequest(env, 'PATCH', `${ns}/configmaps/timed`, JSON.stringify({ metadata: { managedFields } }), { 'content-type': 'application/merge-patch+json' }),
       /metadata\.managedFields\[0\]\.time: parsing time "yesterday"/,
     );

@@ -1,9 +1,10 @@
 import type { Request, Response } from 'express';
-import { ApiError, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
+import { ApiError, checkAgainstSchema, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { applyUpgradingClientSide, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { createObject, updateObject, type ComputedWrite } from '../registry/store';
+import { undecodablePatch } from '../registry/decode-messages';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
 import { queryValues } from '../context';
@@ -77,6 +78,11 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
     // the update, so a patch that renames or moves the object is refused.
     const result = next as ApiObject;
     if (result.metadata !== undefined && !isJsonObject(result.metadata)) throw ApiError.badRequest('metadata must be an object');
+    // A patched typed object that does not decode is the patch's fault: refused in the original patcher's words.
+    if (!isApply && r.def.decoding !== 'unstructured') {
+      const [undecodable] = checkAgainstSchema(result, r.def.schema, { formats: true }).typeErrors;
+      if (undecodable) throw undecodablePatch(type === STRATEGIC, patch, result, undecodable);
+    }
     return { sent: result, object: sub ? subresourceWrite(sub, result, current) : result };
   };
 

@@ -1,5 +1,5 @@
-import { ApiError, type ApiObject, type ResourceDefinition, type StatusCause, type StoredKey } from '@svc/apimachinery';
-import { configMapDefinition, eventDefinition, namespaceDefinition, podDefinition, podGracePeriod, rbacDefinitions } from '@svc/kinds';
+import { ApiError, ResourceRegistry, type ApiObject, type ResourceDefinition, type StatusCause, type StoredKey } from '@svc/apimachinery';
+import { configMapDefinition, eventDefinition, namespaceDefinition, podDefinition, podGracePeriod, rbacDefinitions, registerBuiltins } from '@svc/kinds';
 import { checkIdentity, createObject, deleteCollection, deleteObject, getObject, listObjects, updateObject, type ComputedWrite, type WriteContext } from './store';
 import { DEFAULT_LIMITS } from '../server';
 import type { AdmissionView } from './write-context';
@@ -133,14 +133,34 @@ describe('createObject', () => {
 
   test('the type meta must be the endpoint’s; the upstream group name is read as ours', async () => {
     const s = setup(configMaps);
-    const wrongVersion = await failure(createObject(s.ctx, { ...cm('cm'), apiVersion: 'v2' }));
-    expect([wrongVersion.code, wrongVersion.message]).toEqual([400, 'the API version in the data (v2) does not match the expected API version (v1)']);
-    const wrongKind = await failure(createObject(s.ctx, { ...cm('cm'), kind: 'Secret' }));
-    expect([wrongKind.code, wrongKind.message]).toEqual([400, 'the kind in the data (Secret) does not match the expected kind (ConfigMap)']);
+    const registry = new ResourceRegistry();
+    registerBuiltins(registry);
+    const ctx = { ...s.ctx, deps: { ...s.ctx.deps, registry } };
+    // In the original decoder's words: a version it does not serve, a kind it cannot convert, a kind it does not know.
+    const wrongVersion = await failure(createObject(ctx, { ...cm('cm'), apiVersion: 'v2' }));
+    expect([wrongVersion.code, wrongVersion.reason, wrongVersion.message]).toEqual([
+      400,
+      'BadRequest',
+      'ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30"',
+    ]);
+    const wrongKind = await failure(createObject(ctx, { ...cm('cm'), kind: 'Secret' }));
+    expect([wrongKind.code, wrongKind.message]).toEqual([400, 'Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion']);
+    const otherGroup = await failure(createObject(ctx, { ...cm('cm'), apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' }));
+    expect(otherGroup.message).toBe('Role in version "v1" cannot be handled as a ConfigMap: converting (v1.Role) to (core.ConfigMap): unknown conversion');
+    const unknownKind = await failure(createObject(ctx, { ...cm('cm'), apiVersion: 'apps/v1', kind: 'Gadget' }));
+    expect(unknownKind.message).toBe('Gadget in version "v1" cannot be handled as a ConfigMap: no kind "Gadget" is registered for version "apps/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"');
+    const numericKind = await failure(createObject(ctx, { ...cm('cm'), kind: 5 as unknown as string }));
+    expect(numericKind.message).toBe(
+      'the object provided is unrecognized (must be of type ConfigMap): couldn\'t get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string ({"apiVersion":"v1","kind":5,"m ...)',
+    );
+    expect(s.storage.calls).toEqual([]);
     const badMeta = await failure(createObject(s.ctx, { ...cm('cm'), metadata: [] as unknown as ApiObject['metadata'] }));
     expect([badMeta.code, badMeta.message]).toEqual([400, 'metadata must be an object']);
     expect(s.storage.calls).toEqual([]);
 
+    // Without apiVersion and kind the endpoint's are meant, as the original's decoder defaults them.
+    const { apiVersion: _v, kind: _k, ...bare } = cm('bare');
+    expect((await createObject(ctx, bare as ApiObject)).object).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bare' } });
     const r = setup(roles, { allowedVerbs: ['escalate'] });
     const res = await createObject(r.ctx, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'reader' }, rules: [] });
     expect(res.object.apiVersion).toBe('rbac.authorization.svc.io/v1');

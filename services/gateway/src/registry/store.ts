@@ -15,6 +15,7 @@ import {
   validateQualifiedName,
   type ApiObject,
   type ResourceDefinition,
+  type ResourceRegistry,
   type StatusCause,
   type StoredKey,
 } from '@svc/apimachinery';
@@ -25,6 +26,7 @@ import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from 
 import { storageFor } from '../conversion/versioned-storage';
 import type { ObjectStorage } from './storage-interface';
 import type { WriteContext } from './write-context';
+import { jsonUnmarshalMessage } from './decode-messages';
 import { validateOwnerReferences } from './owner-references';
 import { withPropagationFinalizers } from './propagation';
 import { writeGuardOf } from './write-guards';
@@ -114,22 +116,66 @@ function validateName(def: ResourceDefinition, name: string, field: string): Sta
   }
 }
 
+/** What the decoder knows besides the endpoint's kind: every kind served (a body of another is converted or refused). */
+export type KnownKinds = Pick<ResourceRegistry, 'lookupKind'>;
+
+/** The Go package of the original's internal type of a group, as its conversion errors name it (`core.Secret`, `apps.Deployment`). */
+function internalPackage(def: ResourceDefinition): string {
+  if (def.group === '' || def.storedAs?.group === '') return 'core';
+  return def.group.split('.')[0] ?? def.group;
+}
+
+/** The original's decoder when apiVersion or kind is not a string: it cannot read the type, and says so with the start of the body. */
+function unrecognized(def: ResourceDefinition, obj: ApiObject, field: 'apiVersion' | 'kind'): ApiError {
+  const value: unknown = obj[field];
+  const type = Array.isArray(value) ? 'array' : typeof value === 'boolean' ? 'bool' : typeof value;
+  const body = JSON.stringify(obj);
+  const summary = body.length > 30 ? `${body.slice(0, 30)} ...` : body;
+  return ApiError.badRequest(
+    `the object provided is unrecognized (must be of type ${def.kind}): couldn't get version/kind; json parse error: json: cannot unmarshal ${type} into Go struct field .${field} of type string (${summary})`,
+  );
+}
+
 /**
- * Checks apiVersion and kind of a body sent to an endpoint. A body that
- * names the upstream name of the group (`rbac.authorization.k8s.io/v1`) is
- * taken as ours and stored under our name.
+ * Checks apiVersion and kind of a body sent to an endpoint. Either may be
+ * left out (the endpoint's are meant, as the original's decoder defaults
+ * them). A body that names the upstream name of the group
+ * (`rbac.authorization.k8s.io/v1`) is taken as ours and stored under our
+ * name. Another kind or version is refused in the original decoder's words:
+ * another served version of the kind is "the API version in the data ... does
+ * not match"; a kind the server knows "cannot be handled as" the endpoint's
+ * (no conversion between them); one it does not know is "not registered".
+ * Custom resources are read as the original reads them, unstructured.
  */
-export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject): void {
+export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject, known?: KnownKinds): void {
   const gv = groupVersion(def);
   if (typeof obj.apiVersion === 'string' && obj.apiVersion !== gv) {
     const slash = obj.apiVersion.indexOf('/');
     if (slash > 0 && `${canonicalGroup(obj.apiVersion.slice(0, slash))}${obj.apiVersion.slice(slash)}` === gv) obj.apiVersion = gv;
   }
-  if (obj.apiVersion !== undefined && obj.apiVersion !== gv) {
-    throw ApiError.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
-  }
-  if (obj.kind !== undefined && obj.kind !== def.kind) {
-    throw ApiError.badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${def.kind})`);
+  if (def.decoding === 'unstructured') {
+    if (obj.apiVersion !== undefined && obj.apiVersion !== gv) {
+      throw ApiError.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
+    }
+    if (obj.kind !== undefined && obj.kind !== def.kind) {
+      throw ApiError.badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${def.kind})`);
+    }
+  } else {
+    for (const field of ['apiVersion', 'kind'] as const) if (obj[field] !== undefined && obj[field] !== null && typeof obj[field] !== 'string') throw unrecognized(def, obj, field);
+    const apiVersion = typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : gv;
+    const kind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : def.kind;
+    if (apiVersion !== gv || kind !== def.kind) {
+      const slash = apiVersion.indexOf('/');
+      const group = slash < 0 ? '' : canonicalGroup(apiVersion.slice(0, slash));
+      const version = apiVersion.slice(slash + 1);
+      const other = known?.lookupKind(group, version, kind);
+      const served = other !== undefined && other.decoding !== 'unstructured';
+      if (served && kind === def.kind) throw ApiError.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${gv})`);
+      const cause = served
+        ? `converting (${version}.${kind}) to (${internalPackage(def)}.${def.kind}): unknown conversion`
+        : `no kind "${kind}" is registered for version "${apiVersion}" in scheme "pkg/api/legacyscheme/scheme.go:30"`;
+      throw ApiError.badRequest(`${kind} in version "${version}" cannot be handled as a ${def.kind}: ${cause}`);
+    }
   }
   if (obj.metadata !== undefined && (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata))) {
     throw ApiError.badRequest('metadata must be an object');
@@ -145,7 +191,8 @@ export function decodeAgainstSchema(ctx: WriteContext, obj: ApiObject): ApiObjec
   const undecodable = unstructured ? result.formatErrors : result.typeErrors;
   if (undecodable.length > 0) {
     const first = undecodable[0] as StatusCause;
-    throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${first.message ?? ''}`, undecodable);
+    const reason = jsonUnmarshalMessage(first, obj) ?? first.message ?? '';
+    throw ApiError.badRequest(`${ctx.def.kind} in version "${ctx.def.version}" cannot be handled as a ${ctx.def.kind}: ${reason}`, undecodable);
   }
   const problems = [...result.unknownFields.map((f) => `unknown field "${f}"`), ...(ctx.duplicateFields ?? []).map((f) => `duplicate field "${f}"`)];
   if (problems.length > 0) {
@@ -226,7 +273,7 @@ type Preparation = (obj: ApiObject) => void;
 function admittedObject(ctx: WriteContext, name: string, onto: (shown: ApiObject) => ApiObject, shown: ApiObject, mutatedBy: string[], prepare: Preparation, updating: boolean): ApiObject {
   try {
     const mutated = onto(shown);
-    checkTypeMeta(ctx.def, mutated);
+    checkTypeMeta(ctx.def, mutated, ctx.deps.registry);
     const obj = decodeAgainstSchema({ ...ctx, fieldValidation: 'Ignore', duplicateFields: [] }, mutated);
     const causes: StatusCause[] = [];
     const meta = obj.metadata ?? {};
@@ -318,7 +365,7 @@ export function checkIdentity(def: Pick<ResourceDefinition, 'namespaced'>, obj: 
  */
 export async function createObject(ctx: WriteContext, input: ApiObject, urlName?: string): Promise<StoredResult> {
   const { def } = ctx;
-  checkTypeMeta(def, input);
+  checkTypeMeta(def, input, ctx.deps.registry);
   checkIdentity(def, input, urlName, ctx.namespace);
   await ctx.authorizeCreate();
   const obj = decodeAgainstSchema(ctx, input);
@@ -443,7 +490,7 @@ export async function updateObject(request: WriteContext, name: string, input: A
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
     const { sent, object: candidate } = transform ? transform(current?.object ?? {}) : { sent: input, object: input };
-    checkTypeMeta(def, candidate);
+    checkTypeMeta(def, candidate, ctx.deps.registry);
     checkIdentity(def, sent, name, ctx.namespace);
     if (!current) {
       if (!def.allowCreateOnUpdate || ctx.subresource) throw ApiError.notFound(gr(def), name);
