@@ -2,6 +2,7 @@ import type { ApiObject, UserInfo } from '@svc/apimachinery';
 import type { Logger } from '@svc/service-kit';
 import { classify, flowDistinguisher, flowHash, type ClassifiedRequest } from './classify';
 import { CATCH_ALL, digestConfig, flowSchemaFrom, priorityLevelFrom, type DigestedConfig, type DigestedLevel, type FlowSchema } from './config';
+import { allocateLimits, BORROWING_PERIOD_MS, smoothDemand, type LevelDemand } from './borrowing';
 import { withDanglingCondition } from './dangling';
 import { levelObserver, setLevelLimits } from './metrics';
 import { QueueSet, realClock, type Clock, type RequestDetails, type Ticket } from './queueset';
@@ -37,6 +38,10 @@ interface LevelState {
   queues: QueueSet;
   /** The level is no longer configured: it runs what it holds and goes once idle. */
   quiescing: boolean;
+  /** Its seat demand, smoothed over the borrowing periods. */
+  smoothedDemand: number;
+  /** Its limit now, after borrowing and lending (Infinity when exempt). */
+  currentLimit: number;
 }
 
 /** A request's classification: the schema that matched and its level. */
@@ -51,6 +56,7 @@ export class FlowControl {
   private readonly levels = new Map<string, LevelState>();
   private fingerprint = '';
   private timer: NodeJS.Timeout | undefined;
+  private borrowingTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private readonly options: FlowControlOptions;
 
@@ -70,11 +76,55 @@ export class FlowControl {
     void this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.options.refreshMs);
     this.timer.unref();
+    this.borrowingTimer = setInterval(() => this.adjustBorrowing(), BORROWING_PERIOD_MS);
+    this.borrowingTimer.unref();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    if (this.borrowingTimer) clearInterval(this.borrowingTimer);
     this.timer = undefined;
+    this.borrowingTimer = undefined;
+  }
+
+  /** Sets every level's limit from the seat demand of the period that ends now (borrowing.ts). */
+  adjustBorrowing(): void {
+    const demands: LevelDemand[] = [];
+    for (const [name, state] of this.levels) {
+      const d = state.queues.takeDemand();
+      if (state.quiescing) continue;
+      state.smoothedDemand = smoothDemand(state.smoothedDemand, d.average, d.deviation);
+      const l = state.level;
+      demands.push({
+        name,
+        exempt: l.config.type === 'Exempt',
+        nominal: l.nominalLimit,
+        minLimit: l.nominalLimit - l.lendableLimit,
+        maxLimit: l.nominalLimit + l.borrowingLimit,
+        smoothed: state.smoothedDemand,
+        highWatermark: Math.round(d.max),
+      });
+    }
+    const limits = allocateLimits(demands);
+    for (const [name, limit] of limits) {
+      const state = this.levels.get(name);
+      if (!state || state.level.config.type === 'Exempt') continue;
+      const current = Math.max(1, limit);
+      if (current === state.currentLimit) continue;
+      state.currentLimit = current;
+      state.queues.reconfigure({ concurrencyLimit: current, queuing: state.level.config.queuing });
+    }
+    this.reportLimits();
+  }
+
+  private reportLimits(): void {
+    setLevelLimits(
+      new Map(
+        [...this.levels]
+          .filter(([, s]) => !s.quiescing)
+          .map(([name, s]) => [name, { nominal: s.level.nominalLimit, current: Number.isFinite(s.currentLimit) ? s.currentLimit : 0 }]),
+      ),
+    );
   }
 
   /** Reads the stored objects and applies them when they changed; a failed read keeps the configuration in force. */
@@ -139,9 +189,11 @@ export class FlowControl {
       if (state) {
         state.level = level;
         state.quiescing = false;
+        state.currentLimit = level.concurrencyLimit;
         state.queues.reconfigure(queueConfig);
       } else {
-        this.levels.set(name, { level, queues: new QueueSet(queueConfig, this.options.clock, levelObserver(name)), quiescing: false });
+        const queues = new QueueSet(queueConfig, this.options.clock, levelObserver(name));
+        this.levels.set(name, { level, queues, quiescing: false, smoothedDemand: 0, currentLimit: level.concurrencyLimit });
       }
     }
     for (const [name, state] of this.levels) {
@@ -149,7 +201,7 @@ export class FlowControl {
       if (state.queues.idle) this.levels.delete(name);
       else state.quiescing = true;
     }
-    setLevelLimits(new Map([...digested.levels].map(([name, l]) => [name, { nominal: l.nominalLimit, current: Number.isFinite(l.concurrencyLimit) ? l.concurrencyLimit : 0 }])));
+    this.reportLimits();
   }
 
   /** The configuration in force. */
@@ -178,7 +230,7 @@ export class FlowControl {
   }
 
   /** Every level's state, by name (the debug endpoints). */
-  levelStates(): ReadonlyArray<{ name: string; level: DigestedLevel; queues: QueueSet; quiescing: boolean }> {
+  levelStates(): ReadonlyArray<{ name: string; level: DigestedLevel; queues: QueueSet; quiescing: boolean; currentLimit: number }> {
     return [...this.levels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, s]) => ({ name, ...s }));
   }
 }

@@ -1,4 +1,5 @@
 import type { QueuingConfiguration } from './config';
+import { Integrator, type IntegratorResults } from './integrator';
 
 /**
  * The requests of one priority level: run at once, refused, or queued and
@@ -179,6 +180,9 @@ export class QueueSet {
   private currentR = 0;
   private lastSync: number;
   private seatsInUse = 0;
+  private seatsWaiting = 0;
+  /** Seats in use and waiting over time: what borrowing reads. */
+  private readonly demand: Integrator;
   private requestsWaiting = 0;
   private requestsExecuting = 0;
   private robinIndex = -1;
@@ -191,6 +195,7 @@ export class QueueSet {
     private readonly observer: QueueSetObserver = NO_OBSERVER,
   ) {
     this.lastSync = clock.now();
+    this.demand = new Integrator(() => clock.now());
     this.queues = Array.from({ length: config.queuing?.queues ?? 0 }, (_, i) => new Queue(i));
   }
 
@@ -280,6 +285,11 @@ export class QueueSet {
     return ticket;
   }
 
+  /** The seat demand (in use and waiting) since the last call. */
+  takeDemand(): IntegratorResults {
+    return this.demand.reset();
+  }
+
   /** What the debug endpoints show. */
   dump(): QueueSetDump {
     const requests: RequestDump[] = [];
@@ -356,6 +366,8 @@ export class QueueSet {
     q.waitingWork += req.work;
     if (!requeued) {
       this.requestsWaiting++;
+      this.seatsWaiting += req.seats;
+      this.demand.set(this.seatsInUse + this.seatsWaiting);
       this.observer.waiting(req.params.flowSchema, 1, req.seats);
     }
     this.boundNextDispatch(q);
@@ -369,6 +381,8 @@ export class QueueSet {
     q.waitingSeats -= req.seats;
     q.waitingWork -= req.work;
     this.requestsWaiting--;
+    this.seatsWaiting -= req.seats;
+    this.demand.set(this.seatsInUse + this.seatsWaiting);
     this.observer.waiting(req.params.flowSchema, -1, -req.seats);
     if (bound) this.boundNextDispatch(q);
   }
@@ -387,6 +401,7 @@ export class QueueSet {
     req.cancelTimer();
     this.requestsExecuting++;
     this.seatsInUse += req.seats;
+    this.demand.set(this.seatsInUse + this.seatsWaiting);
     if (req.queue) {
       req.queue.executing.add(req);
       req.queue.seatsInUse += req.seats;
@@ -426,6 +441,7 @@ export class QueueSet {
     req.state = 'done';
     this.requestsExecuting--;
     this.seatsInUse -= req.seats;
+    this.demand.set(this.seatsInUse + this.seatsWaiting);
     this.observer.executing(req.params.flowSchema, -1, -req.seats);
     const q = req.queue;
     if (q) {
