@@ -37,7 +37,7 @@ export interface CacheOptions extends CacheLimits {
   staleStreamMs: number;
 }
 
-export const DEFAULT_CACHE_OPTIONS: CacheOptions = { windowChanges: 10_000, loadBatch: 5_000, consistentReadWaitMs: 3_000, staleStreamMs: 10_000 };
+export const DEFAULT_CACHE_OPTIONS: CacheOptions = { windowChanges: 10_000, loadBatch: 5_000, joinedJsonBytes: 64 * 1024 * 1024, consistentReadWaitMs: 3_000, staleStreamMs: 10_000 };
 
 /** A stored object from the cache: a copy of its own when read, the shared bytes when forwarded as they are. */
 class CachedResult implements StoredResult {
@@ -60,7 +60,7 @@ class CachedResult implements StoredResult {
 }
 
 /** A list page from the cache: the shared objects, and copies of their own for callers that read `items`. */
-function listPageOf(page: CachedPage): SharedListPage {
+function listPageOf(cache: ResourceCache, page: CachedPage): SharedListPage {
   let items: ApiObject[] | undefined;
   const out: SharedListPage = {
     get items(): ApiObject[] {
@@ -73,6 +73,7 @@ function listPageOf(page: CachedPage): SharedListPage {
     revision: page.revision,
     continueToken: page.continueToken,
     shared: page.objects,
+    sharedJson: () => cache.joined.fragments(page.objects, page.consecutive),
   };
   if (page.remainingItemCount !== undefined) out.remainingItemCount = page.remainingItemCount;
   return out;
@@ -169,12 +170,12 @@ export class CachedStorage implements ObjectStorage {
       const cache = token ? this.cacheOf(key) : undefined;
       if (!token || !cache) return undefined;
       const page = cache.page(prefix, token.rv, token.start, limit, labels, fields);
-      return page ? listPageOf(page) : undefined;
+      return page ? listPageOf(cache, page) : undefined;
     }
     const cache = await this.cacheFor(key, options.at ?? {}, this.options.consistentReadWaitMs, opts);
     if (!cache) return undefined;
     const page = cache.page(prefix, cache.revision, '', limit, labels, fields);
-    return page ? listPageOf(page) : undefined;
+    return page ? listPageOf(cache, page) : undefined;
   }
 
   changesAfter(key: Omit<StoredKey, 'name'>, after: number, prefix: string): readonly Change[] | undefined {

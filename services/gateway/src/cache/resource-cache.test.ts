@@ -63,7 +63,7 @@ const names = (objs: readonly { object: ApiObject }[]): string[] => objs.map((o)
 async function readyCache(bus: Bus, objects: ApiObject[], revision: number, windowChanges = 100): Promise<ResourceCache> {
   bus.head = revision;
   await bus.attach();
-  const cache = new ResourceCache({ group: '', resource: 'configmaps' }, bus.hub, source(objects, revision), log, { windowChanges, loadBatch: 1000 });
+  const cache = new ResourceCache({ group: '', resource: 'configmaps' }, bus.hub, source(objects, revision), log, { windowChanges, loadBatch: 1000, joinedJsonBytes: 1 << 20 });
   cache.start();
   await settle();
   expect(cache.state).toBe('ready');
@@ -99,7 +99,7 @@ describe('the watch cache of a resource', () => {
         return { items: [bytes(cm('a', 'x', 11))], revision: 11, continueToken: '' };
       },
       log,
-      { windowChanges: 100, loadBatch: 1000 },
+      { windowChanges: 100, loadBatch: 1000, joinedJsonBytes: 1 << 20 },
     );
     cache.start();
     bus.change('ADDED', cm('a', 'x', 11));
@@ -160,7 +160,7 @@ describe('the watch cache of a resource', () => {
     await bus.attach();
     let stored = [cm('a', '1', 5)];
     let revision = 5;
-    const cache = new ResourceCache({ group: '', resource: 'configmaps' }, bus.hub, async () => ({ items: stored.map((o) => bytes(o)), revision, continueToken: '' }), log, { windowChanges: 100, loadBatch: 1000 });
+    const cache = new ResourceCache({ group: '', resource: 'configmaps' }, bus.hub, async () => ({ items: stored.map((o) => bytes(o)), revision, continueToken: '' }), log, { windowChanges: 100, loadBatch: 1000, joinedJsonBytes: 1 << 20 });
     cache.start();
     await settle();
     stored = [cm('a', '2', 9)];
@@ -207,7 +207,7 @@ describe('storage behind the watch cache', () => {
     bus.head = 3;
     await bus.attach();
     const s = storageWith([cm('a', '1', 3)], 3);
-    const cached = new CachedStorage(s.client, bus.hub, log, { windowChanges: 100, loadBatch: 1000, consistentReadWaitMs, staleStreamMs: 60_000 });
+    const cached = new CachedStorage(s.client, bus.hub, log, { windowChanges: 100, loadBatch: 1000, joinedJsonBytes: 1 << 20, consistentReadWaitMs, staleStreamMs: 60_000 });
     const key = { group: '', resource: 'configmaps', namespace: 'a', name };
     // The first read starts the cache; storage answers it.
     await cached.list(key, { at: { any: true } });

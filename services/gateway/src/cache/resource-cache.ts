@@ -3,6 +3,7 @@ import type { Logger } from '@svc/service-kit';
 import type { EncodedListPage, ListRequestOptions } from '@svc/storage/client';
 import { Change, SharedObject } from '../watch/change';
 import type { HubWatcher, WatchHub } from '../watch/watch-hub';
+import { JoinedJson } from './joined-json';
 
 /**
  * The watch cache of one resource (every namespace of one group and
@@ -22,6 +23,8 @@ export interface CacheLimits {
   windowChanges: number;
   /** Items read from storage per request while filling the cache. */
   loadBatch: number;
+  /** Bytes of list items' JSON the cache keeps joined for lists (see JoinedJson); 0: none. */
+  joinedJsonBytes: number;
 }
 
 export type CacheState = 'loading' | 'ready' | 'stopped';
@@ -29,6 +32,8 @@ export type CacheState = 'loading' | 'ready' | 'stopped';
 /** A page of the collection from the cache: the shared objects and what the list's metadata says. */
 export interface CachedPage {
   objects: SharedObject[];
+  /** No selector left objects out: they follow each other in the collection. */
+  consecutive: boolean;
   revision: number;
   continueToken: string;
   remainingItemCount?: number;
@@ -62,6 +67,8 @@ export class ResourceCache {
   private detach: (() => void) | undefined;
   private readonly watcher: HubWatcher;
   private loads = 0;
+  /** The JSON of consecutive objects joined once for the lists that write them. */
+  readonly joined: JoinedJson;
 
   constructor(
     readonly resource: { group: string; resource: string },
@@ -80,6 +87,7 @@ export class ResourceCache {
       end: () => this.stop(),
       internal: true,
     };
+    this.joined = new JoinedJson(limits.joinedJsonBytes);
   }
 
   get prefix(): string {
@@ -112,6 +120,7 @@ export class ResourceCache {
     this.sorted = undefined;
     this.window = [];
     this.buffered = [];
+    this.joined.clear();
   }
 
   private restart(): void {
@@ -143,6 +152,7 @@ export class ResourceCache {
         } while (continueToken);
         if (load !== this.loads || this.status !== 'loading') return;
         this.objects.clear();
+        this.joined.clear();
         for (const [k, v] of objects) this.objects.set(k, v);
         this.sorted = undefined;
         this.window = [];
@@ -170,6 +180,7 @@ export class ResourceCache {
     const had = this.objects.has(c.key);
     if (c.type === 'DELETED' || !c.object) {
       this.objects.delete(c.key);
+      this.joined.forget(c.key);
       if (had && this.sorted) this.sorted.splice(lowerBound(this.sorted, c.key), 1);
     } else {
       this.objects.set(c.key, c.object);
@@ -251,7 +262,7 @@ export class ResourceCache {
       objects.push(obj);
       last = key;
     }
-    const page: CachedPage = { objects, revision, continueToken: '' };
+    const page: CachedPage = { objects, consecutive: !filtering, revision, continueToken: '' };
     if (more) {
       page.continueToken = encodeContinue(revision, last.slice(prefix.length) + '\u0000');
       if (!filtering) {

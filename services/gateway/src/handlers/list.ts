@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { ApiError, groupVersion, parseFieldSelector, parseLabelSelector, type ApiObject } from '@svc/apimachinery';
 import type { ListRequestOptions } from '@svc/storage/client';
 import type { ListPage } from '@svc/storage/client';
-import { sharedObjectsOf } from '../registry/storage-interface';
+import { sharedJsonOf, sharedObjectsOf } from '../registry/storage-interface';
 import type { ProtobufCodec } from '../negotiation';
 import { presentAs, presentedAsStored, pretty, writeBody, writeChunks, writeJsonList } from '../responses';
 import { toTable, type IncludeObject } from '../table';
@@ -113,13 +113,18 @@ function protobufItems(req: Request, page: ListPage, codec: ProtobufCodec): Uint
 
 const PROTOBUF_ITEM = 'protobuf-item';
 
-/** Each item's JSON: the stored bytes when the page has them and the client sees them as stored, else encoded one at a time. */
+/**
+ * The items' JSON, as fragments of one or more items joined by commas: the
+ * cache's joined bytes when the page has them and the client sees the
+ * objects as stored, else encoded one at a time.
+ */
 function* encodedItems(req: Request, page: ListPage): Generator<Buffer> {
-  const shared = sharedObjectsOf(page);
-  if (shared && presentedAsStored(req)) {
-    for (const o of shared) yield o.json;
+  const joined = presentedAsStored(req) ? sharedJsonOf(page) : undefined;
+  if (joined) {
+    yield* joined;
     return;
   }
+  const shared = sharedObjectsOf(page);
   if (shared) {
     for (const o of shared) yield Buffer.from(JSON.stringify(presentAs(req, o.object)));
     return;

@@ -32,6 +32,13 @@ export interface ObjectStorage {
  */
 export interface SharedListPage extends ListPage {
   readonly shared: readonly SharedObject[];
+  /** The items' JSON as fragments of one or more items joined by commas, in order (the cache keeps the joined runs between lists). */
+  sharedJson(): Iterable<Buffer>;
+}
+
+/** The items' stored JSON as comma-joined fragments, for a page from the cache; undefined for another. */
+export function sharedJsonOf(page: ListPage): Iterable<Buffer> | undefined {
+  return 'shared' in page ? (page as SharedListPage).sharedJson() : undefined;
 }
 
 /** The shared objects of a page that has them (a page from the cache, not converted). */
