@@ -171,6 +171,12 @@ describe('kubectl fidelity', () => {
       'BadRequest',
       expect.stringMatching(/^the object provided is unrecognized \(must be of type Secret\): couldn't get version\/kind; json parse error: json: cannot unmarshal array into Go struct field \.kind of type string \(/),
     ]);
+    // A review is decoded as any other body.
+    const review = await adminRequest(env, 'POST', '/apis/authentication.svc.io/v1/selfsubjectreviews', JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview' }), { 'content-type': 'application/json' });
+    expect([review.status, (review.json() as { message: string }).message]).toEqual([
+      400,
+      'TokenReview in version "v1" cannot be handled as a SelfSubjectReview: converting (v1.TokenReview) to (authentication.SelfSubjectReview): unknown conversion',
+    ]);
     const bare = await post({ stringData: { a: 'b' } });
     expect([bare.status, (bare.json() as { kind: string }).kind]).toEqual([201, 'Secret']);
   });

@@ -120,13 +120,38 @@ function validateName(def: ResourceDefinition, name: string, field: string): Sta
 export type KnownKinds = Pick<ResourceRegistry, 'lookupKind'>;
 
 /** The Go package of the original's internal type of a group, as its conversion errors name it (`core.Secret`, `apps.Deployment`). */
-function internalPackage(def: ResourceDefinition): string {
+function internalPackage(def: Pick<ResourceDefinition, 'group' | 'storedAs'>): string {
   if (def.group === '' || def.storedAs?.group === '') return 'core';
   return def.group.split('.')[0] ?? def.group;
 }
 
+/** apiVersion and kind, when given, are strings: the original's decoder cannot read the type otherwise. */
+export function checkTypeMetaStrings(def: Pick<ResourceDefinition, 'kind'>, obj: ApiObject): void {
+  for (const field of ['apiVersion', 'kind'] as const) if (obj[field] !== undefined && obj[field] !== null && typeof obj[field] !== 'string') throw unrecognized(def, obj, field);
+}
+
+/**
+ * The original decoder's refusal of a body of `apiVersion` and `kind` sent
+ * for `target` (its kind in its version): another served version of the
+ * kind is "the API version in the data ... does not match"; a kind the
+ * server knows "cannot be handled as" the target (no conversion between
+ * them); one it does not know is "not registered".
+ */
+export function typeMetaRefusal(target: Pick<ResourceDefinition, 'group' | 'version' | 'kind' | 'storedAs'>, apiVersion: string, kind: string, known?: KnownKinds): ApiError {
+  const slash = apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : canonicalGroup(apiVersion.slice(0, slash));
+  const version = apiVersion.slice(slash + 1);
+  const other = known?.lookupKind(group, version, kind);
+  const served = other !== undefined && other.decoding !== 'unstructured';
+  if (served && kind === target.kind) return ApiError.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${groupVersion(target)})`);
+  const cause = served
+    ? `converting (${version}.${kind}) to (${internalPackage(target)}.${target.kind}): unknown conversion`
+    : `no kind "${kind}" is registered for version "${apiVersion}" in scheme "pkg/api/legacyscheme/scheme.go:30"`;
+  return ApiError.badRequest(`${kind} in version "${version}" cannot be handled as a ${target.kind}: ${cause}`);
+}
+
 /** The original's decoder when apiVersion or kind is not a string: it cannot read the type, and says so with the start of the body. */
-function unrecognized(def: ResourceDefinition, obj: ApiObject, field: 'apiVersion' | 'kind'): ApiError {
+function unrecognized(def: Pick<ResourceDefinition, 'kind'>, obj: ApiObject, field: 'apiVersion' | 'kind'): ApiError {
   const value: unknown = obj[field];
   const type = Array.isArray(value) ? 'array' : typeof value === 'boolean' ? 'bool' : typeof value;
   const body = JSON.stringify(obj);
@@ -141,11 +166,9 @@ function unrecognized(def: ResourceDefinition, obj: ApiObject, field: 'apiVersio
  * left out (the endpoint's are meant, as the original's decoder defaults
  * them). A body that names the upstream name of the group
  * (`rbac.authorization.k8s.io/v1`) is taken as ours and stored under our
- * name. Another kind or version is refused in the original decoder's words:
- * another served version of the kind is "the API version in the data ... does
- * not match"; a kind the server knows "cannot be handled as" the endpoint's
- * (no conversion between them); one it does not know is "not registered".
- * Custom resources are read as the original reads them, unstructured.
+ * name. Another kind or version is refused in the original decoder's words
+ * (typeMetaRefusal). Custom resources are read as the original reads them,
+ * unstructured.
  */
 export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject, known?: KnownKinds): void {
   const gv = groupVersion(def);
@@ -161,21 +184,10 @@ export function checkTypeMeta(def: ResourceDefinition, obj: ApiObject, known?: K
       throw ApiError.badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${def.kind})`);
     }
   } else {
-    for (const field of ['apiVersion', 'kind'] as const) if (obj[field] !== undefined && obj[field] !== null && typeof obj[field] !== 'string') throw unrecognized(def, obj, field);
+    checkTypeMetaStrings(def, obj);
     const apiVersion = typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : gv;
     const kind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : def.kind;
-    if (apiVersion !== gv || kind !== def.kind) {
-      const slash = apiVersion.indexOf('/');
-      const group = slash < 0 ? '' : canonicalGroup(apiVersion.slice(0, slash));
-      const version = apiVersion.slice(slash + 1);
-      const other = known?.lookupKind(group, version, kind);
-      const served = other !== undefined && other.decoding !== 'unstructured';
-      if (served && kind === def.kind) throw ApiError.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${gv})`);
-      const cause = served
-        ? `converting (${version}.${kind}) to (${internalPackage(def)}.${def.kind}): unknown conversion`
-        : `no kind "${kind}" is registered for version "${apiVersion}" in scheme "pkg/api/legacyscheme/scheme.go:30"`;
-      throw ApiError.badRequest(`${kind} in version "${version}" cannot be handled as a ${def.kind}: ${cause}`);
-    }
+    if (apiVersion !== gv || kind !== def.kind) throw typeMetaRefusal(def, apiVersion, kind, known);
   }
   if (obj.metadata !== undefined && (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata))) {
     throw ApiError.badRequest('metadata must be an object');

@@ -3,6 +3,7 @@ import { ApiError, canonicalGroup, checkAgainstSchema, isJsonObject, type ApiObj
 import { decodeBody, negotiateOutput } from '../../negotiation';
 import { writeBody } from '../../responses';
 import { readBody, type ResourceRequest } from '../../handlers/common';
+import { checkTypeMetaStrings, typeMetaRefusal } from '../store';
 
 /**
  * Reading and answering requests the server computes instead of storing an
@@ -30,18 +31,15 @@ export async function readReview(req: Request, r: ResourceRequest, expected: Exp
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
   const { object } = decodeBody(req.headers['content-type'], body, r.deps.protobuf);
   const expectedVersion = `${expected.group}/${expected.version}`;
+  checkTypeMetaStrings(expected, object);
   const sent = typeof object.apiVersion === 'string' ? object.apiVersion : '';
-  if (sent !== '') {
-    const slash = sent.indexOf('/');
-    const group = slash < 0 ? '' : sent.slice(0, slash);
-    const version = sent.slice(slash + 1);
-    if (canonicalGroup(group) !== expected.group || (version !== expected.version && !(expected.versions ?? []).includes(version))) {
-      throw ApiError.badRequest(`the API version in the data (${sent}) does not match the expected API version (${expectedVersion})`);
-    }
-  }
-  if (object.kind !== undefined && object.kind !== '' && object.kind !== expected.kind) {
-    throw ApiError.badRequest(`the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.kind})`);
-  }
+  const kind = typeof object.kind === 'string' && object.kind !== '' ? object.kind : expected.kind;
+  const slash = sent.indexOf('/');
+  const group = slash < 0 ? '' : sent.slice(0, slash);
+  const version = sent.slice(slash + 1);
+  const accepted = sent === '' || (canonicalGroup(group) === expected.group && (version === expected.version || (expected.versions ?? []).includes(version)));
+  // Refused in the original decoder's words, as any other body of the wrong kind or version.
+  if (!accepted || kind !== expected.kind) throw typeMetaRefusal(expected, sent === '' ? expectedVersion : sent, kind, r.deps.registry);
   const { typeErrors } = checkAgainstSchema(object, expected.schema);
   if (typeErrors.length > 0) {
     throw ApiError.badRequest(`${expected.kind} in version "${expected.version}" cannot be handled as a ${expected.kind}: ${(typeErrors[0] as StatusCause).message ?? ''}`, typeErrors);
