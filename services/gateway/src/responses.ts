@@ -115,51 +115,79 @@ export function writeStored(req: Request, res: Response, code: number, stored: S
   res.end(raw);
 }
 
-/** Bytes gathered before one write of a streamed response. */
+/** Bytes written to a streamed response before it waits for the socket to drain. */
 const STREAM_WRITE_BYTES = 512 * 1024;
+/**
+ * Chunks this large are written as they are: they are held elsewhere (the
+ * cache's joined items), so copying them into a batch would only cost;
+ * smaller ones are gathered into one buffer per write.
+ */
+const DIRECT_WRITE_BYTES = 32 * 1024;
+
+/** Resolves true once `res` has drained, false when it closed first. */
+function drained(res: Response): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => () => {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = done(true);
+    const onClose = done(false);
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}
 
 /**
- * A 200 response written as its chunks come, gathered into writes of about
- * 64 KiB; when the client reads slower than we write, the next write waits
- * for the socket to drain, so a response of any length holds a bounded
- * number of bytes in the gateway beyond what its chunks reference (the
- * original server's streaming list encoder). A client that goes away ends
- * the writing.
+ * A 200 response written as its chunks come, about 512 KiB at a time (small
+ * chunks gathered into one buffer, large ones written as they are); when
+ * the client reads slower than we write, the next 512 KiB wait for the
+ * socket to drain, so a response of any length holds a bounded number of
+ * bytes in the gateway beyond what its chunks reference (the original
+ * server's streaming list encoder). A client that goes away ends the
+ * writing.
  */
 export async function writeChunks(req: Request, res: Response, mediaType: string, chunks: Iterable<Uint8Array>): Promise<void> {
   setWarnings(req, res);
   res.status(200).setHeader('Content-Type', mediaType);
   let batch: Uint8Array[] = [];
-  let bytes = 0;
-  const flush = async (): Promise<boolean> => {
-    const chunk = Buffer.concat(batch, bytes);
+  let gathered = 0;
+  // Bytes written since the last wait, and whether a write since then found the socket's buffer full.
+  let sent = 0;
+  let full = false;
+  const gather = (): void => {
+    if (gathered === 0) return;
+    if (!res.write(batch.length === 1 ? (batch[0] as Uint8Array) : Buffer.concat(batch, gathered))) full = true;
     batch = [];
-    bytes = 0;
-    if (res.write(chunk)) return true;
-    if (res.destroyed || res.writableEnded) return false;
-    return new Promise<boolean>((resolve) => {
-      const done = (ok: boolean) => () => {
-        res.off('drain', onDrain);
-        res.off('close', onClose);
-        resolve(ok);
-      };
-      const onDrain = done(true);
-      const onClose = done(false);
-      res.once('drain', onDrain);
-      res.once('close', onClose);
-    });
+    gathered = 0;
   };
   for (const chunk of chunks) {
-    batch.push(chunk);
-    bytes += chunk.length;
-    if (bytes >= STREAM_WRITE_BYTES && !(await flush())) return;
+    if (chunk.length >= DIRECT_WRITE_BYTES) {
+      gather();
+      if (!res.write(chunk)) full = true;
+    } else {
+      batch.push(chunk);
+      gathered += chunk.length;
+    }
+    sent += chunk.length;
+    if (sent < STREAM_WRITE_BYTES) continue;
+    gather();
+    sent = 0;
+    if (full) {
+      full = false;
+      if (!(await drained(res))) return;
+    }
   }
-  res.end(Buffer.concat(batch, bytes));
+  res.end(Buffer.concat(batch, gathered));
 }
 
 /**
  * A JSON list written item by item (see writeChunks): the envelope (`body`
- * without its `field`), then each item's bytes as they come, then the end.
+ * without its `field`), then the items as they come, then the end. Each of
+ * `items` is one item's JSON or several joined by commas (the cache's
+ * joined runs); a comma goes between them.
  */
 export function writeJsonList(req: Request, res: Response, format: OutputFormat, body: object, field: string, items: Iterable<Buffer>): Promise<void> {
   return writeChunks(req, res, format.mediaType, jsonListChunks(body, field, items));
