@@ -6,6 +6,7 @@ import type { AggregatedDiscoveryDocument, DiscoveryScope } from '@svc/openapi';
 import type { Logger, WebhookAgents } from '@svc/service-kit';
 import type { WatchFanoutClient } from '@svc/watch-fanout/client';
 import type { Auditor } from './audit/auditor';
+import type { GatewayFlowControl } from './flowcontrol/setup';
 import type { WatchConversions } from './conversion/watch-conversion';
 import type { ProtobufCodec } from './negotiation';
 import type { WatchHub } from './watch/watch-hub';
@@ -33,6 +34,8 @@ export interface GatewayDeps {
    * `x-remote-*`): lower-cased names and name prefixes.
    */
   proxyHeaders: { names: string[]; prefixes: string[] };
+  /** ClusterIP of the `default/kubernetes` Service, which no other Service may take (unset: none is reserved). */
+  kubernetesServiceIP?: string;
   /** Readiness checks by name. */
   readiness: Record<string, () => Promise<void>>;
   /** Documents derived from the registry (OpenAPI), rebuilt when it changes. */
@@ -45,6 +48,8 @@ export interface GatewayDeps {
   webhookAgents: WebhookAgents;
   /** The audit policy and backends (`--audit-*`); undefined: nothing is audited, at no cost. */
   audit?: Auditor;
+  /** Priority and fairness or the max-in-flight limit (`--enable-priority-and-fairness`); undefined: requests are not limited. */
+  flowControl?: GatewayFlowControl;
 }
 
 export interface GatewayLimits {

@@ -23,6 +23,16 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
   'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables); also how long a policy change may take to reach this gateway', default: '1' },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
+  'enable-priority-and-fairness': {
+    description: 'Dispatch requests by API Priority and Fairness (FlowSchemas and PriorityLevelConfigurations of flowcontrol.svc.io/v1); false: the max-in-flight limits alone',
+    boolean: true,
+    default: 'true',
+  },
+  'max-requests-inflight': {
+    description: 'Without priority and fairness, the read-only requests served at once (more are 429; 0: no limit); with it, this plus --max-mutating-requests-inflight is the seats the priority levels share',
+    default: '400',
+  },
+  'max-mutating-requests-inflight': { description: 'Without priority and fairness, the mutating requests served at once (more are 429; 0: no limit); see --max-requests-inflight', default: '200' },
   'max-watches': { description: 'Watches served at once; more are answered 429 with Retry-After', default: '10000' },
   'watch-buffer-bytes': { description: 'Bytes a watch may hold unsent (a slow client) before it is ended; the client re-watches from its last resourceVersion', default: String(16 * 1024 * 1024) },
   'watch-cache': { description: 'Keep every resource read through this gateway in memory and answer lists, resourceVersion=0 reads and watches from it (false: every read goes to storage)', default: 'true' },
@@ -41,6 +51,17 @@ export const GATEWAY_FLAGS: FlagSpecs = {
     boolean: true,
     default: 'false',
   },
+  'advertise-address': {
+    description: 'The IP address this gateway is reached at, listed in the Endpoints of the default/kubernetes Service; defaults to the --listen address, or for a wildcard the first non-loopback IPv4 address of the machine',
+    default: '',
+  },
+  'service-cluster-ip-range': { description: 'CIDR of Service cluster IPs; its first address is the ClusterIP of the default/kubernetes Service, which no other Service may take', default: '10.0.0.0/24' },
+  'endpoint-reconciler-type': {
+    description: 'How the default/kubernetes Service and its Endpoints are kept: lease (every gateway renews a Lease in svc-system and lists the live ones) or none',
+    default: 'lease',
+  },
+  'endpoint-reconciler-interval': { description: 'How often a gateway renews its endpoint Lease and reconciles the default/kubernetes Service and Endpoints', default: '10s' },
+  'endpoint-lease-duration': { description: 'How long a gateway stays in the default/kubernetes Endpoints after its last Lease renewal (longer than the interval)', default: '15s' },
   'tracing-config-file': {
     description:
       'TracingConfiguration (apiserver.config.svc.io/v1: endpoint, samplingRatePerMillion) of the OpenTelemetry traces the gateway sends over OTLP/HTTP; without it (and without OTEL_EXPORTER_OTLP_ENDPOINT) nothing is traced',

@@ -22,14 +22,18 @@ import { buildRouter } from './router';
  * audit (when configured) → [public paths skip to the router] →
  * authentication (401) → audit policy decided for the requester →
  * impersonation (the requester must be allowed to impersonate; 403) →
- * authorization of the resulting identity (403) → router → verb handler.
+ * priority and fairness (429 when the request's level can neither run nor
+ * queue it) → authorization of the resulting identity (403) → router → verb handler.
  */
 export function buildHandlerChain(deps: GatewayDeps): Handler {
-  // /metrics is served behind authorization, as any non-resource URL.
-  const router = withMetricsEndpoint(buildRouter(deps));
+  // /metrics and the flow control dumps are served behind authorization, as any non-resource URL.
+  const served = withMetricsEndpoint(buildRouter(deps));
+  const router = deps.flowControl ? deps.flowControl.debug(served) : served;
   let handler: Handler = router;
   const authorize = countedAuthorizer(cachedAuthorizer(deps));
   handler = withAuthorization(handler, authorize);
+  // Priority and fairness (or the max-in-flight limit) classifies the identity impersonation settled on, before authorization, as in the original.
+  if (deps.flowControl) handler = deps.flowControl.filter(handler);
   // Impersonation changes who the request is authorized as, so it runs
   // after authentication and before authorization, as in the original.
   handler = withImpersonation(handler, authorize);

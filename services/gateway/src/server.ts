@@ -24,6 +24,11 @@ import { WatchConversions } from './conversion/watch-conversion';
 import { conversionWebhooks } from './conversion/converter';
 import { conversionOptions } from './registry/store';
 import { SERVER_USER, ensureSystemNamespaces } from './registry/system-namespaces';
+import { DefaultServiceReconciler, type DefaultServiceOptions } from './registry/default-service';
+import { DEFAULT_FLOW_CONTROL, setupFlowControl, type FlowControlConfig } from './flowcontrol/setup';
+
+/** The default/kubernetes Service (default-service.ts); the endpoint's port is the one the gateway listens on. */
+export type DefaultServiceConfig = Omit<DefaultServiceOptions, 'port'>;
 
 export interface GatewayConfig {
   /** HTTPS listen address, host:port (port 0 picks a free one). */
@@ -58,8 +63,12 @@ export interface GatewayConfig {
   proxyHeaders?: { names: string[]; prefixes: string[] };
   /** Streams an HTTP/2 connection may have open at once (0 or unset: the original's default, 100). */
   http2MaxStreamsPerConnection?: number;
+  /** The default/kubernetes Service and this gateway's place in its Endpoints; unset: not kept, no ClusterIP reserved. */
+  defaultService?: DefaultServiceConfig;
   /** Auditing (`--audit-policy-file` and a log or webhook); unset: nothing is audited. */
   audit?: AuditOptions;
+  /** Priority and fairness and the in-flight limits (defaults: on, 400 and 200). */
+  flowControl?: Partial<FlowControlConfig>;
   logger?: Logger;
 }
 
@@ -127,6 +136,7 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const watchWrites = new WriteBatcher(limits.watchWriteIntervalMs);
   const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(conversionWebhooks(config.registry.all())));
   const shutdown = new GracefulShutdown(config.shutdown);
+  const flowControl = setupFlowControl({ ...DEFAULT_FLOW_CONTROL, ...config.flowControl }, cache ?? storage, log.with({ component: 'flowcontrol' }));
   const deps: GatewayDeps = {
     registry: config.registry,
     storage: cache ?? storage,
@@ -145,6 +155,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     watchWrites,
     watchConversions: new WatchConversions(conversionOptions({ limits, webhookAgents })),
     ...(auditor ? { audit: auditor } : {}),
+    ...(config.defaultService ? { kubernetesServiceIP: config.defaultService.serviceIP } : {}),
+    flowControl,
     readiness: {
       etcd: async () => void (await storage.currentRevision({ timeoutMs: 3000 })),
       authn: () => reachable(() => authn.authenticate({ clientCertificateChain: [], headers: {}, method: 'GET', path: '/readyz', remoteAddress: '' }, { timeoutMs: 3000 })),
@@ -222,6 +234,16 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const port = Number(config.listen.slice(sep + 1));
   const bound = await front.listen(host, port);
   void ensureSystemNamespaces(deps, log.with({ component: 'system-namespaces' }));
+  const defaultService = config.defaultService ? new DefaultServiceReconciler(deps, { ...config.defaultService, port: bound }, log.with({ component: 'default-service' })) : undefined;
+  // As the original, the gateway lists itself as an endpoint only once it is ready.
+  defaultService?.start(async () => {
+    try {
+      for (const check of Object.values(deps.readiness)) await check();
+      return true;
+    } catch {
+      return false;
+    }
+  });
   void attached.catch((err: unknown) => log.error('watch hub failed', { err }));
   void customResources.start();
   hub.startProgressCheck(HUB_PROGRESS_CHECK_MS);
@@ -232,6 +254,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
     url: `https://${host}:${bound}`,
     hub,
     close: async () => {
+      // First out of the kubernetes Endpoints, so clients stop being sent here while the gateway drains.
+      const leaving = defaultService?.stop();
       await shutdown.begin();
       // With Retry-After the gateway keeps listening until drained, so refused clients are told when to retry.
       const closing = shutdown.options.sendRetryAfter ? undefined : front.beginShutdown();
@@ -246,11 +270,13 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
       front.destroyAll();
       await closed;
       hub.stop();
+      flowControl.stop();
       cache?.stop();
       customResources.stop();
       stopRetainingAgents();
       webhookAgents.destroy();
       watchWrites.stop();
+      await leaving;
       await auditor?.close();
       await subscriber.close();
       for (const c of [storage, authn, authz, admission, fanout]) c.close();
