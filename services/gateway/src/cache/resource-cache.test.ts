@@ -112,6 +112,40 @@ describe('the watch cache of a resource', () => {
     expect(cache.changesAfter(11, PREFIX)?.map((c) => c.revision)).toEqual([12]);
   });
 
+  it('writes lists from joined runs that follow every change, and forgets the runs of deleted objects', async () => {
+    const bus = new Bus();
+    const stored = Array.from({ length: 600 }, (_, i) => cm('a', `n${String(i).padStart(4, '0')}`, i + 1));
+    const cache = await readyCache(bus, stored, 600);
+    const listed = (): string => {
+      const page = cache.page(PREFIX, cache.revision, '', 0, everything.labels, everything.fields);
+      return `[${[...cache.joined.fragments(page?.objects ?? [], page?.consecutive ?? false)].map((b) => b.toString()).join(',')}]`;
+    };
+    const current = new Map(stored.map((o) => [o.metadata?.name ?? '', o]));
+    const expected = (): string => JSON.stringify([...current.keys()].sort().map((k) => current.get(k)));
+    expect(listed()).toBe(expected());
+    expect(cache.joined.size).toBeGreaterThan(0);
+    const runs = cache.joined.size;
+    const changed = cm('a', 'n0300', 601, { k: 'changed' });
+    bus.change('MODIFIED', changed, stored[300]);
+    bus.change('ADDED', cm('a', 'n0300x', 602));
+    current.set('n0300', changed);
+    current.set('n0300x', cm('a', 'n0300x', 602));
+    // Every object deleted: its run goes with it.
+    for (let i = 0; i < 600; i++) {
+      if (i === 300) continue;
+      bus.change('DELETED', cm('a', `n${String(i).padStart(4, '0')}`, 603 + i), stored[i]);
+      current.delete(`n${String(i).padStart(4, '0')}`);
+      if (i === 100) {
+        await settle();
+        expect(listed()).toBe(expected());
+      }
+    }
+    await settle();
+    expect(listed()).toBe(expected());
+    expect(runs).toBeGreaterThan(1);
+    expect(cache.joined.size).toBeLessThanOrEqual(1);
+  });
+
   it('pages from one snapshot: later pages show the collection as the first page saw it', async () => {
     const bus = new Bus();
     const cache = await readyCache(bus, [cm('a', '1', 2), cm('a', '2', 3), cm('a', '3', 4), cm('a', '4', 5)], 5);
