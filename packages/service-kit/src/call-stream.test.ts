@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import { storage } from '@svc/proto';
 import { CallStream, CallsServer } from './call-stream';
@@ -20,7 +21,7 @@ const key = (name: string) => ({ group: '', resource: 'configmaps', namespace: '
  * A storage-shaped gRPC server on loopback whose methods answer from a map,
  * so the Calls stream is checked against real grpc-js on both sides.
  */
-async function serve(): Promise<{ server: GrpcServerHandle; seen: CallContext[]; release: () => void }> {
+async function serve(address = '127.0.0.1:0'): Promise<{ server: GrpcServerHandle; seen: CallContext[]; release: () => void }> {
   const log = quiet();
   const objects = new Map<string, Buffer>([['present', Buffer.from('{"kind":"ConfigMap"}')]]);
   const seen: CallContext[] = [];
@@ -53,7 +54,7 @@ async function serve(): Promise<{ server: GrpcServerHandle; seen: CallContext[];
     currentRevision: unary(log, 'CurrentRevision', async () => ({ revision: 9, compactRevision: 0 })),
   };
   const calls = new CallsServer(log, storage.StorageService, methods, ['get', 'create', 'update', 'delete', 'currentRevision']);
-  const server = await startGrpcServer('127.0.0.1:0', [{ definition: storage.StorageService, implementation: { ...methods, calls: calls.handler } }], {
+  const server = await startGrpcServer(address, [{ definition: storage.StorageService, implementation: { ...methods, calls: calls.handler } }], {
     security: { tls: pki.tlsFor('storage'), allowedCallers: ['gateway'], log },
     drain: () => calls.drain(),
   });
@@ -121,6 +122,22 @@ describe('Calls stream', () => {
     expect(ctx?.signal.aborted).toBe(true);
     // The stream still serves later calls.
     expect((await calls.call(storage.StorageService.currentRevision, {})).revision).toBe(9);
+  });
+
+  it('a call made just after the service restarted waits for the channel to reconnect instead of failing', async () => {
+    const waiting = new CallStream('storage', () => client.calls(), { channel: () => client.getChannel() });
+    try {
+      expect((await waiting.call(storage.StorageService.currentRevision, {})).revision).toBe(9);
+      const address = backend.server.address;
+      await backend.server.close();
+      // Down long enough for the channel to fail a few dials and back off.
+      await new Promise((r) => setTimeout(r, 700));
+      expect(client.getChannel().getConnectivityState(false)).not.toBe(grpc.connectivityState.READY);
+      backend = await serve(address);
+      expect((await waiting.call(storage.StorageService.currentRevision, {}, { timeoutMs: 5000 })).revision).toBe(9);
+    } finally {
+      waiting.close();
+    }
   });
 
   it('finishes in-flight calls on shutdown and then answers 503', async () => {

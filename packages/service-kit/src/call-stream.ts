@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ApiError } from '@svc/apimachinery';
 import type { common } from '@svc/proto';
-import { encodeCallStatus, failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
+import { encodeCallStatus, failedCallError, fromGrpcError, grpcCodeOf, logFailure, traceCarrier, whenChannelReady, type CallContext, type CallOptions, type UnaryHandler } from './grpc';
 import type { Logger } from './logger';
 import { methodOfPath, observeCall } from './call-hooks';
 
@@ -225,7 +225,17 @@ export interface CallStreamOptions {
   maxStreamAgeMs?: number;
   /** The clock (tests). */
   now?: () => number;
+  /**
+   * The channel the streams open on. A call made while it is reconnecting
+   * (a replica restarted) waits for it up to `readyWaitMs` (default
+   * READY_WAIT_MS, never past the call's timeout) before its stream opens.
+   */
+  channel?: () => grpc.ChannelInterface;
+  readyWaitMs?: number;
 }
+
+/** How long a call waits for a reconnecting channel (about the reconnection backoff's cap plus a dial). */
+export const READY_WAIT_MS = 1500;
 
 interface Slot {
   stream: grpc.ClientDuplexStream<Frame, Frame>;
@@ -266,10 +276,24 @@ export class CallStream {
     this.slots = new Array<Slot | undefined>(Math.max(1, options.streams ?? DEFAULT_CALL_STREAMS)).fill(undefined);
     this.maxAgeMs = options.maxStreamAgeMs ?? DEFAULT_STREAM_MAX_AGE_MS;
     this.now = options.now ?? Date.now;
+    this.channel = options.channel;
+    this.readyWaitMs = options.readyWaitMs ?? READY_WAIT_MS;
   }
+
+  private readonly channel: (() => grpc.ChannelInterface) | undefined;
+  private readonly readyWaitMs: number;
 
   call<Req, Res>(method: UnaryMethodDefinition<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
     if (this.closed) return Promise.reject(ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1));
+    const channel = this.channel?.();
+    if (!channel || channel.getConnectivityState(false) === grpc.connectivityState.READY) return this.callOnStream(method, request, opts);
+    return whenChannelReady(channel, Math.min(this.readyWaitMs, opts.timeoutMs ?? this.readyWaitMs)).then(() => {
+      if (this.closed) throw ApiError.serviceUnavailable(`the ${this.service} client is closed`, 1);
+      return this.callOnStream(method, request, opts);
+    });
+  }
+
+  private callOnStream<Req, Res>(method: UnaryMethodDefinition<Req, Res>, request: Req, opts: CallOptions): Promise<Res> {
     const stream = this.current();
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? 30000;

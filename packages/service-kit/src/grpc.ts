@@ -309,13 +309,44 @@ export async function startGrpcServer(
  */
 export const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
 
+/**
+ * Reconnection backoff of internal channels. The round-robin balancer
+ * redials a replica that went away on its own, on this backoff (unlike
+ * pick_first, which dials again on the next call): capped at one second,
+ * a restarted replica is back in use within about a second, and a call
+ * meanwhile waits for it briefly (whenChannelReady) instead of failing.
+ */
+export const RECONNECT_BACKOFF = { initialMs: 100, maxMs: 1000 };
+
 export const CLIENT_OPTIONS: grpc.ClientOptions = {
   'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
   'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   'grpc.keepalive_time_ms': 30000,
   'grpc.enable_retries': 1,
+  'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF.initialMs,
+  'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF.maxMs,
   ...BALANCING_OPTIONS,
 };
+
+/**
+ * Resolves once `channel` is READY, or after `waitMs` (whatever its state
+ * then: the call made next fails as it would have, 503 when the service is
+ * down). Answers at once when the channel is already ready.
+ */
+export function whenChannelReady(channel: grpc.ChannelInterface, waitMs: number): Promise<void> {
+  let state = channel.getConnectivityState(true);
+  if (state === grpc.connectivityState.READY || state === grpc.connectivityState.SHUTDOWN || waitMs <= 0) return Promise.resolve();
+  const deadline = Date.now() + waitMs;
+  return new Promise<void>((resolve) => {
+    const watch = (): void =>
+      channel.watchConnectivityState(state, deadline, (err) => {
+        state = channel.getConnectivityState(true);
+        if (err || state === grpc.connectivityState.READY || state === grpc.connectivityState.SHUTDOWN) resolve();
+        else watch();
+      });
+    watch();
+  });
+}
 
 /**
  * A generated client's constructor arguments for calling `identity` at

@@ -60,7 +60,7 @@ export class AdmissionClient {
 
   constructor(address: string, tls: InternalTls) {
     this.client = new admission.AdmissionClient(...channelTo(address, 'admission', tls));
-    this.calls = new CallStream('admission', () => this.client.calls());
+    this.calls = new CallStream('admission', () => this.client.calls(), { channel: () => this.client.getChannel() });
   }
 
   close(): void {

@@ -171,6 +171,26 @@ describe('the flowcontrol-bootstrap controller', () => {
     expect(await controller.ensureAll()).toEqual({ created: 0, updated: 0, deleted: 0, failed: 0 });
   });
 
+  test('while one collection is still being listed, changes in the other do not keep the event loop busy', async () => {
+    // Existing levels make the first informer report adds before the schemas' list has answered.
+    for (const pl of suggestedPriorityLevelConfigurations()) api.set(PLS, pl);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const request = api.request.bind(api);
+    api.request = async <T,>(method: string, path: string, body?: unknown): Promise<T> => {
+      if (method === 'GET' && path.split('?')[0] === `${BASE}${FSS}`) await held;
+      return request<T>(method, path, body);
+    };
+    controller = new FlowControlBootstrap(api, quiet, { resyncMs: 60_000 });
+    controller.start();
+    // A timer fires only if the controller's loop yields while it waits for the second list.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(controller.synced).toBe(false);
+    release();
+    await until(() => controller.synced);
+    expect(api.get(FSS, 'catch-all')).toBeDefined();
+  });
+
   test('recreates a deleted object at once (from the watch)', async () => {
     await run();
     api.remove(PLS, 'workload-low');

@@ -184,7 +184,10 @@ export class FlowControlBootstrap {
           this.log.warn('API priority and fairness configuration not checked; retrying', { err: (err as Error).message });
         }
       }
-      if (this.dirty || this.stopping.signal.aborted) continue;
+      if (this.stopping.signal.aborted) break;
+      // A change seen during the pass: check again at once. Before both lists are in there is nothing
+      // to check, so a change (an informer's first adds) must not turn this into a loop that never yields.
+      if (listed && this.dirty) continue;
       // Until an informer reports a change, the period passes or the controller stops.
       const waiting = new AbortController();
       const stop = (): void => waiting.abort();

@@ -103,7 +103,7 @@ export class StorageClient {
 
   constructor(address: string, tls: InternalTls) {
     this.client = new storage.StorageClient(...channelTo(address, 'storage', tls));
-    this.calls = new CallStream('storage', () => this.client.calls());
+    this.calls = new CallStream('storage', () => this.client.calls(), { channel: () => this.client.getChannel() });
   }
 
   close(): void {
