@@ -37,6 +37,28 @@ export const ETCD_MAX_REQUEST_BYTES = 1572864;
  * only clients presenting a certificate of `tls.caFile` (`--client-cert-auth`).
  */
 export async function startEtcd(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<EtcdInstance> {
+  return onFreshPorts(!opts.clientPort && !opts.peerPort, () => startEtcdOnce(opts));
+}
+
+/** How often a server whose free port was taken before it bound is started again on other ports. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts a server on ports picked by freePort, again on new ones when one
+ * was taken between the pick and the bind (another process's connection may
+ * get the same ephemeral port); fixed ports are tried once.
+ */
+export async function onFreshPorts<T>(picked: boolean, start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!picked || attempt >= PORT_ATTEMPTS || !/address already in use/i.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startEtcdOnce(opts: { dataDir: string; logDir: string; clientPort?: number; peerPort?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<EtcdInstance> {
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const clientPort = opts.clientPort || (await freePort());
   const peerPort = opts.peerPort || (await freePort());
@@ -137,6 +159,10 @@ export function natsServerConfig(opts: NatsServerConfigOptions): string {
 }
 
 export async function startNats(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<NatsInstance> {
+  return onFreshPorts(!opts.port, () => startNatsOnce(opts));
+}
+
+async function startNatsOnce(opts: { storeDir: string; logDir: string; port?: number; maxPayload?: number; restart?: RestartPolicy; tls?: ServerTlsFiles }): Promise<NatsInstance> {
   fs.mkdirSync(opts.storeDir, { recursive: true });
   const port = opts.port || (await freePort());
   const configFile = path.join(opts.logDir, 'nats.conf');
