@@ -4,13 +4,9 @@ import { CallStream, CallsServer, type CallStreamOptions } from './call-stream';
 import { callUnary, channelTo, startGrpcServer, unary, type GrpcServerHandle } from './grpc';
 import { boundMethod } from './call-hooks';
 import { makeTestPki } from './testing/pki';
-import type { Logger } from './logger';
+import { createLogger, type Logger } from './logger';
 
-const quiet = (): Logger => {
-  const noop = (): void => undefined;
-  const log: Logger = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-};
+const quiet = (): Logger => createLogger('test', { write: () => undefined });
 
 const pki = makeTestPki();
 afterAll(() => pki.remove());

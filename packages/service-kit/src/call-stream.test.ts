@@ -4,13 +4,9 @@ import { storage } from '@svc/proto';
 import { CallStream, CallsServer } from './call-stream';
 import { channelTo, fromGrpcError, startGrpcServer, unary, type CallContext, type GrpcServerHandle } from './grpc';
 import { makeTestPki } from './testing/pki';
-import type { Logger } from './logger';
+import { createLogger, type Logger } from './logger';
 
-const quiet = (): Logger => {
-  const noop = (): void => undefined;
-  const log: Logger = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-};
+const quiet = (): Logger => createLogger('test', { write: () => undefined });
 
 const pki = makeTestPki();
 afterAll(() => pki.remove());

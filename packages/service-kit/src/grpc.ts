@@ -4,7 +4,7 @@ import { ApiError, type Status } from '@svc/apimachinery';
 import type { Logger } from './logger';
 import { methodOfFunction, observeCall, type CallTransport, type ObservedCall } from './call-hooks';
 import { callerCheck, clientCredentials, serverCredentials, type InternalTls } from './internal-tls';
-import { HealthService, startHealthServer, type HealthServerHandle, type ReadinessCheck } from './health';
+import { HealthService, shutDown, startHealthServer, type HealthServerHandle, type ReadinessCheck } from './health';
 import { balancedTarget, BALANCING_OPTIONS } from './balancing';
 
 /**
@@ -285,20 +285,12 @@ export async function startGrpcServer(
     address: `${host}:${port}`,
     ...(healthServer ? { healthAddress: healthServer.address } : {}),
     health: healthService,
-    close: () =>
-      new Promise<void>((resolve) => {
-        healthService.shutdown();
-        void healthServer?.close();
-        options.drain?.();
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 2000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
+    close: () => {
+      healthService.shutdown();
+      void healthServer?.close();
+      options.drain?.();
+      return shutDown(server, 2000);
+    },
   };
 }
 

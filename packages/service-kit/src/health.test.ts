@@ -4,13 +4,9 @@ import { clientCredentials } from './internal-tls';
 import { startGrpcServer, unary, type GrpcServerHandle } from './grpc';
 import { HealthService, ServingStatus, startHealthServer, type HealthServerHandle } from './health';
 import { makeTestPki } from './testing/pki';
-import type { Logger } from './logger';
+import { createLogger, type Logger } from './logger';
 
-const quiet = (): Logger => {
-  const noop = (): void => undefined;
-  const log: Logger = { debug: noop, info: noop, warn: noop, error: noop, with: () => log };
-  return log;
-};
+const quiet = (): Logger => createLogger('test', { write: () => undefined });
 
 const pki = makeTestPki();
 afterAll(() => pki.remove());

@@ -201,16 +201,20 @@ export async function startHealthServer(bindAddress: string, service: HealthServ
   return {
     address: `${host}:${port}`,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 1000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
+    close: () => shutDown(server, 1000),
   };
+}
+
+/** Stops `server`: the calls in flight may finish for `graceMs`, then it is shut down by force. */
+export function shutDown(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
