@@ -142,9 +142,11 @@ describe('tracing', () => {
       const inTrace = (): ReceivedSpan[] => receiver.spans.filter((s) => s.traceId === traceId);
       const find = (service: string, name: string | RegExp): ReceivedSpan | undefined =>
         inTrace().find((s) => s.service === service && (typeof name === 'string' ? s.name === name : name.test(s.name)));
-      // The server span of each service the create passed, and the delivery to the watcher.
-      await until(() => (find('storage', 'etcd create') && find('admission', /^svc\.admission\.v1\.Admission\//) && find('authz', /^svc\.authz\.v1\./) ? true : undefined), 20000);
-      const server = find('gateway', 'POST /api/v1/namespaces/{:namespace}/configmaps');
+      // The server span of each service the create passed, and the delivery to the watcher. Each
+      // process exports on its own schedule, so the gateway's span may arrive after the others.
+      const gatewaySpan = (): ReceivedSpan | undefined => find('gateway', 'POST /api/v1/namespaces/{:namespace}/configmaps');
+      await until(() => (gatewaySpan() && find('storage', 'etcd create') && find('admission', /^svc\.admission\.v1\.Admission\//) && find('authz', /^svc\.authz\.v1\./) ? true : undefined), 20000);
+      const server = gatewaySpan();
       expect(server).toBeDefined();
       expect(server?.parentSpanId).toBe(callerSpan);
       expect(server?.kind).toBe(2); // SERVER
