@@ -219,10 +219,16 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   let etcd: EtcdInstance | undefined;
   let nats: NatsInstance | undefined;
   let beforeStop: (() => Promise<void>) | undefined;
+  // The API's clients first (controller-managers, then gateways, which take themselves out of the
+  // default Service through storage), then the internal services together, then etcd and NATS.
   const stopAll = async (): Promise<void> => {
-    for (const p of [...processes].reverse()) await p.stop();
-    if (nats) await nats.process.stop();
-    if (etcd) await etcd.process.stop();
+    const stage = (names: (name: string) => boolean) => Promise.all(processes.filter((p) => names(p.name)).map((p) => p.stop()));
+    const isClient = (name: string) => name.startsWith('controller-manager');
+    const isGateway = (name: string) => name.startsWith('gateway');
+    await stage(isClient);
+    await stage(isGateway);
+    await stage((name) => !isClient(name) && !isGateway(name));
+    await Promise.all([nats?.process.stop(), etcd?.process.stop()]);
   };
   try {
     const tlsOf = (identity: InternalIdentity) => ({ caFile: internalPki.caCert, certFile: internalPki.identities[identity].cert, keyFile: internalPki.identities[identity].key });
@@ -294,8 +300,11 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     };
     // storage writes and reads etcd's values, watch-fanout reads them: both hold the same configuration.
     const encryption = encryptionArgs(dir, options.encryption);
+    // Every service redials the services it calls until they answer, so all of them start at once;
+    // the gateway's readiness below says when the whole system is up.
+    const launches: Promise<void>[] = [];
     for (const [i, addr] of storageAddresses.entries()) {
-      await launch(i === 0 ? 'storage' : `storage-${i}`, 'storage', [`--listen=${addr}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`, ...encryption.args], addr);
+      launches.push(launch(i === 0 ? 'storage' : `storage-${i}`, 'storage', [`--listen=${addr}`, ...etcdClientArgs('storage'), `--etcd-max-request-bytes=${ETCD_MAX_REQUEST_BYTES}`, ...encryption.args], addr));
     }
     const authnArgs = [
       `--listen=${addresses['authn']}`,
@@ -309,50 +318,60 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     ];
     if (options.anonymousAuth !== undefined) authnArgs.push(`--anonymous-auth=${String(options.anonymousAuth)}`);
     if (options.tokenAuthFile) authnArgs.push(`--token-auth-file=${options.tokenAuthFile}`);
-    await launch('authn', 'authn', authnArgs, addresses['authn'] as string);
+    launches.push(launch('authn', 'authn', authnArgs, addresses['authn'] as string));
     const authzHasConfigFile = (options.serviceArgs?.['authz'] ?? []).some((a) => a === '--authorization-config' || a.startsWith('--authorization-config='));
-    await launch(
-      'authz',
-      'authz',
-      [
-        `--listen=${addresses['authz']}`,
-        // A test's --authorization-config replaces the modes (the two may not be combined).
-        ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`]),
-        `--storage-address=${storageTarget}`,
-        `--watch-fanout-address=${fanoutAddresses.join(',')}`,
-        ...(options.authorizationPolicyFile ? [`--authorization-policy-file=${options.authorizationPolicyFile}`] : []),
-      ],
-      addresses['authz'] as string,
+    launches.push(
+      launch(
+        'authz',
+        'authz',
+        [
+          `--listen=${addresses['authz']}`,
+          // A test's --authorization-config replaces the modes (the two may not be combined).
+          ...(authzHasConfigFile ? [] : [`--authorization-mode=${options.authorizationMode ?? DEFAULT_AUTHORIZATION_MODE}`]),
+          `--storage-address=${storageTarget}`,
+          `--watch-fanout-address=${fanoutAddresses.join(',')}`,
+          ...(options.authorizationPolicyFile ? [`--authorization-policy-file=${options.authorizationPolicyFile}`] : []),
+        ],
+        addresses['authz'] as string,
+      ),
     );
-    await launch(
-      'admission',
-      'admission',
-      [`--listen=${addresses['admission']}`, `--storage-address=${storageTarget}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`, `--authz-address=${addresses['authz']}`],
-      addresses['admission'] as string,
+    launches.push(
+      launch(
+        'admission',
+        'admission',
+        [`--listen=${addresses['admission']}`, `--storage-address=${storageTarget}`, `--watch-fanout-address=${fanoutAddresses.join(',')}`, `--authz-address=${addresses['authz']}`],
+        addresses['admission'] as string,
+      ),
     );
     for (const [i, addr] of fanoutAddresses.entries()) {
-      await launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`, ...encryption.args], addr);
+      launches.push(launch(`watch-fanout-${i}`, 'watch-fanout', [`--listen=${addr}`, ...etcdClientArgs('watch-fanout'), ...natsClientArgs('watch-fanout'), `--id=watch-fanout-${i}`, ...encryption.args], addr));
     }
     for (const [i, gatewayPort] of gatewayPorts.entries()) {
-      await launch(
-        i === 0 ? 'gateway' : `gateway-${i}`,
-        'gateway',
-        [
-          `--listen=127.0.0.1:${gatewayPort}`,
-          `--tls-cert-file=${pki.servingCert}`,
-          `--tls-private-key-file=${pki.servingKey}`,
-          `--client-ca-file=${pki.caCert}`,
-          `--storage-address=${storageTarget}`,
-          `--authn-address=${addresses['authn']}`,
-          `--authz-address=${addresses['authz']}`,
-          `--admission-address=${addresses['admission']}`,
-          `--watch-fanout-address=${fanoutAddresses.join(',')}`,
-          ...natsClientArgs('gateway'),
-          ...auditArgs(options.audit),
-        ],
-        `127.0.0.1:${gatewayPort}`,
+      launches.push(
+        launch(
+          i === 0 ? 'gateway' : `gateway-${i}`,
+          'gateway',
+          [
+            `--listen=127.0.0.1:${gatewayPort}`,
+            `--tls-cert-file=${pki.servingCert}`,
+            `--tls-private-key-file=${pki.servingKey}`,
+            `--client-ca-file=${pki.caCert}`,
+            `--storage-address=${storageTarget}`,
+            `--authn-address=${addresses['authn']}`,
+            `--authz-address=${addresses['authz']}`,
+            `--admission-address=${addresses['admission']}`,
+            `--watch-fanout-address=${fanoutAddresses.join(',')}`,
+            ...natsClientArgs('gateway'),
+            ...auditArgs(options.audit),
+          ],
+          `127.0.0.1:${gatewayPort}`,
+        ),
       );
     }
+    // One that fails to start fails the start; the others are stopped with it below.
+    const launched = await Promise.allSettled(launches);
+    const failed = launched.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
     const ca = fs.readFileSync(pki.caCert);
     const deadline = Date.now() + (options.readyTimeoutMs ?? 30000);
     for (const [i, gatewayUrl] of urls.entries()) {
