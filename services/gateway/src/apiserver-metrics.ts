@@ -1,5 +1,7 @@
 import { processMetrics, type MetricsRegistry } from '@svc/service-kit';
-import type { RequestInfo } from './request-info';
+import { CONNECT_SUBRESOURCES, isLongRunning, type RequestInfo } from './request-info';
+
+export { isLongRunning };
 
 /**
  * The gateway's metrics, with the original server's names, types, labels
@@ -131,8 +133,6 @@ export function gatewayMetrics(): GatewayMetrics {
 const VALID_VERBS = new Set(['APPLY', 'CONNECT', 'CREATE', 'DELETE', 'DELETECOLLECTION', 'GET', 'LIST', 'PATCH', 'POST', 'PROXY', 'PUT', 'UPDATE', 'WATCH', 'WATCHLIST']);
 
 /** Subresources served as streams over an upgraded or long-held connection: reported as CONNECT. */
-const CONNECT_SUBRESOURCES = new Set(['exec', 'attach', 'portforward', 'proxy']);
-
 /** Request info verbs → the HTTP-flavoured verb the original's routes are instrumented with. */
 const RESOURCE_VERBS: Record<string, string> = {
   get: 'GET',
@@ -181,13 +181,6 @@ export function reportedDryRun(values: readonly string[]): string {
   if (values.length === 0) return '';
   for (const v of values) if (v !== 'All') return 'invalid';
   return 'All';
-}
-
-/** Whether a request holds its connection open for long (and so is not an in-flight request). */
-export function isLongRunning(info: Pick<RequestInfo, 'isResourceRequest' | 'verb' | 'subresource' | 'query'>): boolean {
-  if (!info.isResourceRequest) return false;
-  if (info.verb === 'watch' || CONNECT_SUBRESOURCES.has(info.subresource)) return true;
-  return info.subresource === 'log' && info.query.get('follow') === 'true';
 }
 
 /** Read-only requests (get, list, watch, non-resource GETs) and the rest, as the in-flight limit tells them apart. */

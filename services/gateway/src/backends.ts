@@ -77,6 +77,8 @@ export interface GatewayLimits {
   conversionWebhookTimeoutMs: number;
   /** How long a watch's events may wait to leave its socket together with the next ones (0: the end of the event loop's turn). */
   watchWriteIntervalMs: number;
+  /** `--request-timeout`: the longest deadline of a request that is not long-running (its `timeout` parameter may shorten it). */
+  requestTimeoutMs: number;
 }
 
 /** Builders of documents served from the registry; absent ones answer 404. */

@@ -18,6 +18,13 @@ interface RequestState {
   /** The trace id of the request's server span (only when tracing is on). */
   traceId?: string;
   audit?: AuditRecorder;
+  deadline?: RequestDeadline;
+}
+
+/** When a request that is not long-running arrived and when it must be answered by (epoch milliseconds). */
+export interface RequestDeadline {
+  receivedAt: number;
+  deadline: number;
 }
 
 /**
@@ -133,6 +140,15 @@ const NO_QUERY = new URLSearchParams();
 /** The values of a query parameter as the request-info filter parsed them (none before it ran). */
 export function queryValues(req: Request, name: string): string[] {
   return (states.get(req)?.info?.query ?? NO_QUERY).getAll(name);
+}
+
+export function withDeadline(req: Request, deadline: RequestDeadline): void {
+  state(req).deadline = deadline;
+}
+
+/** The request's deadline; undefined for a long-running request (or before the deadline filter ran). */
+export function deadlineFrom(req: Request): RequestDeadline | undefined {
+  return states.get(req)?.deadline;
 }
 
 export function withTraceId(req: Request, traceId: string): void {

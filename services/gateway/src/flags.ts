@@ -22,6 +22,11 @@ export const GATEWAY_FLAGS: FlagSpecs = {
   'requestheader-extra-headers-prefix': { description: "The authenticating proxy's extra header prefixes (comma-separated, repeatable), forwarded to authn", repeated: true, default: '' },
   'authentication-cache-ttl-seconds': { description: 'How long a successful authentication is reused for the same credentials (0 disables)', default: '10' },
   'authorization-cache-ttl-seconds': { description: 'How long an authorization decision is reused for the same user and request attributes (0 disables); also how long a policy change may take to reach this gateway', default: '1' },
+  'request-timeout': {
+    description:
+      "The longest a request that is not long-running (not a watch, exec, attach, port-forward, proxy or followed log) may take; a request's `timeout` parameter may shorten it. Past it the client gets a 504 Timeout; a quarter of it bounds the wait in a priority level's queue",
+    default: '1m0s',
+  },
   'max-request-bytes': { description: 'Largest request body accepted', default: String(3 * 1024 * 1024) },
   'enable-priority-and-fairness': {
     description: 'Dispatch requests by API Priority and Fairness (FlowSchemas and PriorityLevelConfigurations of flowcontrol.svc.io/v1); false: the max-in-flight limits alone',

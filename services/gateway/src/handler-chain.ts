@@ -6,6 +6,7 @@ import { withAuthentication } from './filters/authentication';
 import { cachedAuthorizer, withAuthorization } from './filters/authorization';
 import { refuseImpersonation, withImpersonation } from './filters/impersonation';
 import { withPanicRecovery } from './filters/panic-recovery';
+import { withRequestDeadline } from './filters/request-deadline';
 import { withRequestInfoFilter } from './filters/request-info';
 import { countedAuthorizer, withMetricsEndpoint, withRequestMetrics } from './filters/metrics';
 import { withTracing } from './filters/tracing';
@@ -17,8 +18,10 @@ import { buildRouter } from './router';
  * The filter chain, assembled in one place. Read bottom-up for the order a
  * request passes through: panic recovery (request id, logging, every error a
  * Status) → tracing (the server span, when tracing is on) → request info
- * (a path that does not parse is refused here, 400 or 404) → response
- * compression (gzip past 128 KiB, never a watch) →
+ * (a path that does not parse is refused here, 400 or 404; so is a `timeout`
+ * parameter that is not a duration) → response compression (gzip past
+ * 128 KiB, never a watch) → request deadline (504 Timeout when it passes
+ * before the answer; not for long-running requests) →
  * audit (when configured) → [public paths skip to the router] →
  * authentication (401) → audit policy decided for the requester →
  * impersonation (the requester must be allowed to impersonate; 403) →
@@ -45,6 +48,9 @@ export function buildHandlerChain(deps: GatewayDeps): Handler {
   // Audits every request, those refused with 401 and the public paths too; inside compression, so it sees the body as written.
   handler = withAudit(handler, deps.audit);
   // Knows the verb (a watch is never compressed); wraps every answer below it, Statuses included.
+  // Outside authentication, audit and priority and fairness, as in the original: the deadline covers them all.
+  // Inside compression, so it sees the handler's first write (which compression may hold back).
+  handler = withRequestDeadline(handler, deps.limits.requestTimeoutMs);
   handler = withCompression(handler);
   // Every request that parsed is counted and timed (apiserver_request_total...), refusals below included.
   handler = withRequestMetrics(handler, deps.registry, deps.storage);

@@ -7,6 +7,7 @@ import { natsTlsFromFlags } from '@svc/watch-fanout/client';
 import { auditOptionsFromFlags } from './audit/flags';
 import { GATEWAY_FLAGS, proxyHeadersFromFlags } from './flags';
 import { start, type DefaultServiceConfig } from './server';
+import { requestTimeoutFlag } from './request-timeout';
 import { checkAdvertiseAddress, defaultAdvertiseAddress, firstServiceIP } from './service-ip';
 
 /** The default/kubernetes Service's flags, checked; with `--endpoint-reconciler-type=none` only the Service is kept. */
@@ -61,6 +62,7 @@ runMain('gateway', GATEWAY_FLAGS, async (flags) => {
       admissionTimeoutMs: flags.getInt('admission-timeout-seconds') * 1000,
       conversionWebhookTimeoutMs: flags.getInt('conversion-webhook-timeout-seconds') * 1000,
       watchWriteIntervalMs: flags.getInt('watch-write-interval-ms'),
+      requestTimeoutMs: requestTimeoutFlag(flags.get('request-timeout')),
     },
     alwaysAllowPaths: flags.get('authorization-always-allow-paths').split(',').filter(Boolean),
     proxyHeaders: proxyHeadersFromFlags(flags),

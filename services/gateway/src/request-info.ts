@@ -1,5 +1,6 @@
 import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import { parseBoolParam } from './query-bool';
+import { parseTimeoutParam } from './request-timeout';
 
 /**
  * What a request is about, parsed from its path and method by the shapes of
@@ -34,6 +35,12 @@ export interface RequestInfo {
    * the client's.
    */
   requestedGroup?: string;
+  /**
+   * The `timeout` query parameter in milliseconds, parsed once here for a
+   * request that is not long-running (a watch or a connection ignores it);
+   * undefined when absent. The request's deadline is derived from it.
+   */
+  timeoutMs?: number;
 }
 
 // Subresources of a namespace, addressed as /namespaces/<name>/<sub>.
@@ -110,6 +117,15 @@ export function pathOf(segments: readonly string[]): string {
 }
 
 export function parseRequestInfo(method: string, segments: string[], query: URLSearchParams): RequestInfo {
+  const info = requestInfoOf(method, segments, query);
+  if (!isLongRunning(info)) {
+    const timeoutMs = parseTimeoutParam(query);
+    if (timeoutMs !== undefined) info.timeoutMs = timeoutMs;
+  }
+  return info;
+}
+
+function requestInfoOf(method: string, segments: string[], query: URLSearchParams): RequestInfo {
   const info: RequestInfo = {
     isResourceRequest: false,
     path: pathOf(segments),
@@ -197,6 +213,19 @@ export function parseRequestInfo(method: string, segments: string[], query: URLS
     if (m) info.name = m[1] as string;
   }
   return info;
+}
+
+/** Subresources that hold a connection to something else open (the original's CONNECT verb). */
+export const CONNECT_SUBRESOURCES = new Set(['exec', 'attach', 'portforward', 'proxy']);
+
+/**
+ * Whether a request holds its connection open for long: it is not an
+ * in-flight request, and it has no request deadline.
+ */
+export function isLongRunning(info: Pick<RequestInfo, 'isResourceRequest' | 'verb' | 'subresource' | 'query'>): boolean {
+  if (!info.isResourceRequest) return false;
+  if (info.verb === 'watch' || CONNECT_SUBRESOURCES.has(info.subresource)) return true;
+  return info.subresource === 'log' && info.query.get('follow') === 'true';
 }
 
 function isTrue(v: string | null): boolean {

@@ -26,6 +26,7 @@ import { conversionOptions } from './registry/store';
 import { SERVER_USER, ensureSystemNamespaces } from './registry/system-namespaces';
 import { DefaultServiceReconciler, type DefaultServiceOptions } from './registry/default-service';
 import { DEFAULT_FLOW_CONTROL, setupFlowControl, type FlowControlConfig } from './flowcontrol/setup';
+import { queueWaitLimitMs } from './request-timeout';
 
 /** The default/kubernetes Service (default-service.ts); the endpoint's port is the one the gateway listens on. */
 export type DefaultServiceConfig = Omit<DefaultServiceOptions, 'port'>;
@@ -90,6 +91,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   admissionTimeoutMs: 60_000,
   conversionWebhookTimeoutMs: 30_000,
   watchWriteIntervalMs: 50,
+  requestTimeoutMs: 60_000,
 };
 
 /** Tolerates "reachable but refused": any Status below 500 proves the backend answers. */
@@ -136,7 +138,8 @@ export async function start(config: GatewayConfig): Promise<GatewayHandle> {
   const watchWrites = new WriteBatcher(limits.watchWriteIntervalMs);
   const stopRetainingAgents = config.registry.onChange(() => webhookAgents.retain(conversionWebhooks(config.registry.all())));
   const shutdown = new GracefulShutdown(config.shutdown);
-  const flowControl = setupFlowControl({ ...DEFAULT_FLOW_CONTROL, ...config.flowControl }, cache ?? storage, log.with({ component: 'flowcontrol' }));
+  // A request without a deadline of its own waits in a queue as one with the longest deadline would.
+  const flowControl = setupFlowControl({ ...DEFAULT_FLOW_CONTROL, queueWaitMs: queueWaitLimitMs(0, limits.requestTimeoutMs), ...config.flowControl }, cache ?? storage, log.with({ component: 'flowcontrol' }));
   const deps: GatewayDeps = {
     registry: config.registry,
     storage: cache ?? storage,

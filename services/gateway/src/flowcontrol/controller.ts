@@ -18,7 +18,11 @@ import { QueueSet, realClock, type Clock, type RequestDetails, type Ticket } fro
 export interface FlowControlOptions {
   /** `--max-requests-inflight` + `--max-mutating-requests-inflight`: the seats the levels share. */
   serverConcurrencyLimit: number;
-  /** How long a request may wait in a queue before it is refused (the original: a quarter of the request timeout). */
+  /**
+   * How long a request without a deadline of its own may wait in a queue
+   * before it is refused (the original: a quarter of `--request-timeout`);
+   * a request with a deadline waits what `admit` is given.
+   */
   queueWaitMs: number;
   /** How often the configuration is read again. */
   refreshMs: number;
@@ -216,15 +220,15 @@ export class FlowControl {
     return { schema, level, distinguisher: flowDistinguisher(schema, user, info) };
   }
 
-  /** Admits a classified request of `seats` (capped by the level's maximum) to its level's queue set. */
-  admit(c: Classification, seats: number, details?: RequestDetails): Ticket {
+  /** Admits a classified request of `seats` (capped by the level's maximum) to its level's queue set, to wait at most `waitMs` (default: the configured wait). */
+  admit(c: Classification, seats: number, details?: RequestDetails, waitMs = this.options.queueWaitMs): Ticket {
     const state = this.levels.get(c.level.config.name) as LevelState;
     return state.queues.start({
       seats: Math.min(Math.max(1, seats), c.level.maxSeats),
       hash: flowHash(c.schema.name, c.distinguisher),
       flowSchema: c.schema.name,
       distinguisher: c.distinguisher,
-      waitMs: this.options.queueWaitMs,
+      waitMs,
       ...(details ? { details } : {}),
     });
   }

@@ -6,6 +6,7 @@ import { createLogger } from '@svc/service-kit';
 import { withUser } from '../context';
 import type { Handler } from '../filters/chain';
 import { withPanicRecovery } from '../filters/panic-recovery';
+import { withRequestDeadline } from '../filters/request-deadline';
 import { withRequestInfoFilter } from '../filters/request-info';
 import { flowSchemaFrom, priorityLevelFrom } from './config';
 import { FlowControl } from './controller';
@@ -140,6 +141,24 @@ describe('priority and fairness filter', () => {
       s.release();
       expect((await first.answer).status).toBe(200);
       expect(level()?.idle).toBe(true);
+    } finally {
+      s.release();
+      await s.close();
+    }
+  });
+
+  test('a queued request waits a quarter of what its deadline allows, not the configured wait', async () => {
+    const fc = rejectLevelConfig();
+    const s = await serve((next) => withRequestDeadline(withPriorityAndFairness(next, fc, () => undefined), 60_000));
+    try {
+      const first = request(s.url, '/version', 'waiter');
+      await until(() => s.running() === 1);
+      // A 40 ms deadline: 10 ms in the queue (the configured wait is a minute), so the 429 comes before the deadline's 504.
+      const queued = await request(s.url, '/version?timeout=40ms', 'waiter').answer;
+      expect(queued.status).toBe(429);
+      expect(JSON.parse(queued.body)).toMatchObject({ reason: 'TooManyRequests', message: 'Too many requests, please try again later (it waited too long in its queue).' });
+      s.release();
+      expect((await first.answer).status).toBe(200);
     } finally {
       s.release();
       await s.close();

@@ -2,7 +2,8 @@ import { ApiError } from '@svc/apimachinery';
 import { apiVersionOf } from './debug';
 import { enterLimit, type InFlightLimits } from './max-in-flight';
 import { isLongRunning, requestKind } from '../apiserver-metrics';
-import { requestInfoFrom, userFrom } from '../context';
+import { deadlineFrom, requestInfoFrom, userFrom } from '../context';
+import { queueWaitLimitMs } from '../request-timeout';
 import type { Handler } from '../filters/chain';
 import type { FlowControl } from './controller';
 import type { RejectReason } from './queueset';
@@ -56,7 +57,7 @@ export function withPriorityAndFairness(handler: Handler, fc: FlowControl, count
       apiVersion: apiVersionOf(info),
       resource: info.resource,
       subresource: info.subresource,
-    });
+    }, queueWaitOf(req));
     // A client gone while its request waits: the request leaves its queue (nothing once it runs).
     const gone = (): void => ticket.cancel();
     res.once('close', gone);
@@ -70,6 +71,16 @@ export function withPriorityAndFairness(handler: Handler, fc: FlowControl, count
       ticket.finish();
     }
   };
+}
+
+/**
+ * How long the request may still wait in its queue: a quarter of the time
+ * its deadline allows (at most a minute), counted from its arrival, as the
+ * original derives it; undefined (the configured wait) without a deadline.
+ */
+function queueWaitOf(req: Parameters<Handler>[0]): number | undefined {
+  const d = deadlineFrom(req);
+  return d && Math.max(0, d.receivedAt + queueWaitLimitMs(d.receivedAt, d.deadline) - Date.now());
 }
 
 /**

@@ -16,7 +16,7 @@ export interface FlowControlConfig {
   /** Read-only requests in flight (without flow control), and with the next the seats the priority levels share. */
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
-  /** How long a request may wait in a queue (default 15 s). */
+  /** How long a request without a deadline may wait in a queue (default 15 s; the gateway passes a quarter of `--request-timeout`). */
   queueWaitMs?: number;
 }
 

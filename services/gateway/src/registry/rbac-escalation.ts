@@ -1,6 +1,7 @@
 import { ApiError, type ApiObject } from '@svc/apimachinery';
 import type { Rule } from '@svc/authz/client';
 import { RBAC_GROUP } from '@svc/kinds';
+import { callOptionsWithin } from '../request-timeout';
 import type { WriteContext } from './write-context';
 
 /**
@@ -42,9 +43,9 @@ function describe(rules: Rule[]): string {
 export async function checkRbacEscalation(ctx: WriteContext, name: string, obj: ApiObject): Promise<void> {
   const { def, user } = ctx;
   const namespace = def.namespaced ? ctx.namespace : '';
-  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  const opts = () => callOptionsWithin(ctx, ctx.deps.limits.backendTimeoutMs);
   const may = async (verb: string, resource: string, resourceName: string, ns: string): Promise<boolean> =>
-    (await ctx.deps.authz.authorize({ user, resourceRequest: true, verb, path: '', apiGroup: RBAC_GROUP, apiVersion: 'v1', resource, subresource: '', namespace: ns, name: resourceName }, opts)).decision === 'allow';
+    (await ctx.deps.authz.authorize({ user, resourceRequest: true, verb, path: '', apiGroup: RBAC_GROUP, apiVersion: 'v1', resource, subresource: '', namespace: ns, name: resourceName }, opts())).decision === 'allow';
   const refuse = (uncovered: Rule[], why = 'is attempting to grant RBAC permissions not currently held'): never => {
     throw ApiError.forbidden({ group: RBAC_GROUP, resource: def.plural }, name, `user ${JSON.stringify(user.username)} (groups=${JSON.stringify(user.groups)}) ${why}:\n${describe(uncovered)}`);
   };
@@ -63,13 +64,13 @@ export async function checkRbacEscalation(ctx: WriteContext, name: string, obj: 
     if (await may('bind', roleResource, roleName, namespace)) return;
     let role: ApiObject | undefined;
     try {
-      role = (await ctx.deps.storage.get({ group: RBAC_GROUP, resource: roleResource, namespace: roleNamespace, name: roleName }, {}, opts)).object;
+      role = (await ctx.deps.storage.get({ group: RBAC_GROUP, resource: roleResource, namespace: roleNamespace, name: roleName }, {}, opts())).object;
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
     rules = rulesIn(role);
   }
   if (rules.length === 0) return;
-  const result = await ctx.deps.authz.covers(user, namespace, rules, opts);
+  const result = await ctx.deps.authz.covers(user, namespace, rules, opts());
   if (!result.covered) refuse(result.uncovered);
 }

@@ -18,6 +18,8 @@ export interface AdmissionView {
 
 export interface WriteContext {
   deps: GatewayDeps;
+  /** When the request must be answered by (epoch milliseconds); the calls made for it are bounded by what is left. Unset: no deadline. */
+  deadline?: number;
   def: ResourceDefinition;
   user: UserInfo;
   requestId: string;
