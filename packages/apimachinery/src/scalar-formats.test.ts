@@ -59,10 +59,46 @@ describe('bytes (format: byte), as Go decodes a []byte', () => {
 });
 
 describe('times (format: date-time), as metav1.Time decodes them', () => {
-  it('accepts RFC 3339 with or without a fraction, in UTC or at an offset', () => {
-    for (const text of ['2024-01-02T03:04:05Z', '2024-01-02T03:04:05.123Z', '2024-01-02T03:04:05.123456789Z', '2024-01-02T03:04:05+01:00', '2024-01-02T03:04:05.5-07:30', '2024-02-29T23:59:59Z', '0000-01-01T00:00:00Z', '2024-01-02T03:04:05+24:00']) {
+  it('accepts RFC 3339 in UTC in whole seconds as sent', () => {
+    for (const text of ['2024-01-02T03:04:05Z', '2024-02-29T23:59:59Z', '0000-01-01T00:00:00Z']) {
+      expect([text, decodeTimeField(text, 'second')]).toEqual([text, { outcome: 'accepted' }]);
+    }
+  });
+
+  it('without a precision, keeps a valid time as sent', () => {
+    for (const text of ['2024-01-02T03:04:05.123Z', '2024-01-02T03:04:05+01:00', '2024-01-02T03:04:05.5-07:30']) {
       expect([text, decodeTimeField(text)]).toEqual([text, { outcome: 'accepted' }]);
     }
+    expect(decodeTimeField('2024-01-02T03:04:05,5Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.5Z' });
+  });
+
+  it('stores a Time as the original writes it back: UTC, whole seconds, the fraction dropped', () => {
+    const written = (text: string): string => {
+      const decoded = decodeTimeField(text, 'second');
+      return decoded.outcome === 'normalized' ? decoded.value : decoded.outcome;
+    };
+    expect(written('2024-01-02T03:04:05.123Z')).toBe('2024-01-02T03:04:05Z');
+    expect(written('2024-01-02T03:04:05.123456789Z')).toBe('2024-01-02T03:04:05Z');
+    expect(written('2024-01-02T03:04:05+01:00')).toBe('2024-01-02T02:04:05Z');
+    expect(written('2024-01-02T03:04:05.5-07:30')).toBe('2024-01-02T10:34:05Z');
+    expect(written('2024-01-02T03:04:05.858899+00:00')).toBe('2024-01-02T03:04:05Z');
+    expect(written('2024-01-02T03:04:05+24:00')).toBe('2024-01-01T03:04:05Z');
+    expect(written('2024-03-01T00:30:00+01:00')).toBe('2024-02-29T23:30:00Z');
+    // A UTC year the original cannot write (before 0000) is kept in its strict form.
+    expect(written('0000-01-01T00:00:00+01:00')).toBe('accepted');
+  });
+
+  it('stores a MicroTime with exactly six fraction digits in UTC', () => {
+    const micro = (text: string) => decodeTimeField(text, 'micro');
+    expect(micro('2024-01-02T03:04:05.123456Z')).toEqual({ outcome: 'accepted' });
+    // What JavaScript's Date#toISOString and Python's isoformat() send.
+    expect(micro('2024-01-02T03:04:05.560Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.560000Z' });
+    expect(micro('2024-01-02T03:04:05.632849+00:00')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.632849Z' });
+    expect(micro('2024-01-02T03:04:05+00:00')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.000000Z' });
+    expect(micro('2024-01-02T03:04:05Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.000000Z' });
+    expect(micro('2024-01-02T03:04:05.123456789-02:00')).toEqual({ outcome: 'normalized', value: '2024-01-02T05:04:05.123456Z' });
+    expect(micro('2024-01-02T03:04:05,5Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.500000Z' });
+    expect(micro('garbage')).toMatchObject({ outcome: 'refused' });
   });
 
   it('refuses garbage with Go time.Parse messages', () => {
@@ -101,8 +137,9 @@ describe('times (format: date-time), as metav1.Time decodes them', () => {
   });
 
   it('spells out what Go accepts beyond strict RFC 3339', () => {
-    expect(decodeTimeField('2024-01-02T03:04:05,5Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.5Z' });
-    expect(decodeTimeField('2024-01-02T3:04:05Z')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05Z' });
+    expect(decodeTimeField('2024-01-02T03:04:05,5Z', 'second')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05Z' });
+    expect(decodeTimeField('2024-01-02T3:04:05Z', 'second')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05Z' });
+    expect(decodeTimeField('2024-01-02T03:04:05.1234567891234+02:00', 'second')).toEqual({ outcome: 'normalized', value: '2024-01-02T01:04:05Z' });
     expect(decodeTimeField('2024-01-02T03:04:05.1234567891234+02:00')).toEqual({ outcome: 'normalized', value: '2024-01-02T03:04:05.123456789+02:00' });
   });
 });
@@ -174,6 +211,15 @@ describe('checkAgainstSchema with formats', () => {
       { reason: 'FieldValueInvalid', field: 'ports[1].targetPort', message: 'ports[1].targetPort: cannot unmarshal number 2147483648 into a field of type int32' },
       { reason: 'FieldValueInvalid', field: 'limits[cpu]', message: `limits[cpu]: ${QUANTITY_FORMAT_MESSAGE}` },
     ]);
+  });
+
+  it('stores times as the original writes them back, by precision', () => {
+    const timed: Schema = { type: 'object', properties: { renewTime: { type: 'string', format: 'date-time', 'x-svc-micro-time': true }, lastTransitionTime: { type: 'string', format: 'date-time' } } };
+    const result = checkAgainstSchema({ renewTime: '2024-01-02T03:04:05.560Z', lastTransitionTime: '2024-01-02T04:04:05.560+01:00' }, timed, { formats: true });
+    expect(result.typeErrors).toEqual([]);
+    expect(result.pruned).toEqual({ renewTime: '2024-01-02T03:04:05.560000Z', lastTransitionTime: '2024-01-02T03:04:05Z' });
+    // Without formats (custom resources' own fields) a time is kept as sent.
+    expect(checkAgainstSchema({ renewTime: '2024-01-02T03:04:05.560Z' }, timed).pruned).toEqual({ renewTime: '2024-01-02T03:04:05.560Z' });
   });
 
   it('stores the spelling the original stores, and keeps a null time', () => {

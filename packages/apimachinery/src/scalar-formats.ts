@@ -158,16 +158,64 @@ function leadingNumber(text: string, fixed: boolean): { value: number; rest: str
   return { value: (text.charCodeAt(0) - 0x30) * 10 + (text.charCodeAt(1) - 0x30), rest: text.slice(2) };
 }
 
+/** How a time is written back: metav1.Time in whole seconds, metav1.MicroTime with six fraction digits. */
+export type TimePrecision = 'second' | 'micro';
+
+/** A time as the original writes it at each precision: UTC, `Z`. */
+const CANONICAL_TIME: Record<TimePrecision, RegExp> = {
+  second: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/,
+  micro: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/,
+};
+
 /**
- * A time as metav1.Time decodes one: Go's time.Parse with the RFC 3339
- * layout, which also takes a comma before the fraction, any number of
- * fraction digits (it keeps nine) and a one-digit hour; such a value is
- * spelled out in the strict form. An offset of up to 24 hours and 60 minutes
- * is Go's too.
+ * A time as metav1.Time (or MicroTime) decodes one: Go's time.Parse with
+ * the RFC 3339 layout, which also takes a comma before the fraction, any
+ * number of fraction digits (it keeps nine) and a one-digit hour. An offset
+ * of up to 24 hours and 60 minutes is Go's too. With a precision, a value
+ * that decodes is stored as the original writes it back: in UTC, in whole
+ * seconds for a Time (the fraction dropped), with six fraction digits for a
+ * MicroTime; without one, in the strict RFC 3339 form of what was sent.
  */
-export function decodeTimeField(text: string): FormatDecoding {
-  if (STRICT_RFC3339.test(text) && inRange(text)) return ACCEPTED;
-  return parseGoRfc3339(text);
+export function decodeTimeField(text: string, precision?: TimePrecision): FormatDecoding {
+  let strict = text;
+  if (STRICT_RFC3339.test(text) && inRange(text)) {
+    if (precision === undefined || CANONICAL_TIME[precision].test(text)) return ACCEPTED;
+  } else {
+    const parsed = parseGoRfc3339(text);
+    if (parsed.outcome === 'refused' || precision === undefined) return parsed;
+    if (parsed.outcome === 'normalized') strict = parsed.value;
+  }
+  const written = inUtc(strict, precision);
+  return written === text ? ACCEPTED : { outcome: 'normalized', value: written };
+}
+
+const STRICT_PARTS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * A time of the strict form, in UTC at the precision given (the fraction
+ * truncated, as Go's formatting does). One whose UTC year is outside
+ * 0000-9999, which the original cannot write back, is left as it is.
+ */
+function inUtc(strict: string, precision: TimePrecision): string {
+  const m = STRICT_PARTS.exec(strict);
+  if (!m) return strict;
+  const [, year, month, day, hour, minute, second, fraction, sign, offsetHours, offsetMinutes] = m;
+  const at = new Date(0);
+  at.setUTCFullYear(Number(year), Number(month) - 1, Number(day));
+  at.setUTCHours(Number(hour), Number(minute), Number(second), 0);
+  let ms = at.getTime();
+  if (sign !== undefined) {
+    const offset = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000;
+    ms += sign === '+' ? -offset : offset;
+  }
+  const utc = new Date(ms);
+  const utcYear = utc.getUTCFullYear();
+  if (utcYear < 0 || utcYear > 9999) return strict;
+  const two = (n: number): string => String(n).padStart(2, '0');
+  const date = `${String(utcYear).padStart(4, '0')}-${two(utc.getUTCMonth() + 1)}-${two(utc.getUTCDate())}`;
+  const clock = `${two(utc.getUTCHours())}:${two(utc.getUTCMinutes())}:${two(utc.getUTCSeconds())}`;
+  const micros = precision === 'micro' ? `.${(fraction ?? '').padEnd(6, '0').slice(0, 6)}` : '';
+  return `${date}T${clock}${micros}Z`;
 }
 
 /** Whether every field of a value of the strict form is within its range. */

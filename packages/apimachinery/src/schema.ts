@@ -50,4 +50,9 @@ export interface Schema {
   'x-svc-int-or-string'?: boolean;
   /** The value is a complete object with apiVersion, kind and metadata. */
   'x-svc-embedded-resource'?: boolean;
+  /**
+   * A `date-time` that is a MicroTime: written with six fraction digits
+   * rather than whole seconds. Internal: not published in OpenAPI documents.
+   */
+  'x-svc-micro-time'?: boolean;
 }

@@ -3,7 +3,7 @@ import { STANDARD_VERBS } from '@svc/apimachinery';
 import { invalid, isTimestamp, notSupported, required } from './field-errors';
 import { asRecord, asString, isRecord } from './object-access';
 import { OBJECT_REFERENCE_SCHEMA, objectSchema } from './object-meta';
-import { described, int32, str, struct, time } from './schema-builders';
+import { described, int32, microTime, str, struct, time } from './schema-builders';
 
 /**
  * Event (core v1): a report about something that happened to an object.
@@ -24,9 +24,9 @@ export const EVENT_SCHEMA = objectSchema(
     lastTimestamp: time('When the most recent occurrence was recorded.'),
     count: int32('How many times the event occurred.'),
     type: str('Type of the event: Normal or Warning.'),
-    eventTime: time('When the event was first observed, with microsecond precision.'),
+    eventTime: microTime('When the event was first observed, with microsecond precision.'),
     series: struct(
-      { count: int32('Number of occurrences in the series so far.'), lastObservedTime: time('When the last occurrence was observed.') },
+      { count: int32('Number of occurrences in the series so far.'), lastObservedTime: microTime('When the last occurrence was observed.') },
       { description: 'Data about a series of occurrences of the event.' },
     ),
     action: str('What action was taken or failed on the regarding object.'),

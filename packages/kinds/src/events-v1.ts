@@ -4,7 +4,7 @@ import { EVENT_SCHEMA, eventColumns, eventDefinition } from './event';
 import { invalid, qualifiedNameErrors, required, tooLong } from './field-errors';
 import { asRecord, asString, deepEqual } from './object-access';
 import { OBJECT_REFERENCE_SCHEMA, objectSchema } from './object-meta';
-import { described, int32, str, struct, time } from './schema-builders';
+import { described, int32, microTime, str, struct, time } from './schema-builders';
 
 /**
  * Event of `events.svc.io/v1`: the newer form of the core v1 Event, stored
@@ -28,11 +28,11 @@ const NOTE_MAX = 1024;
 export const EVENTS_V1_SCHEMA = objectSchema(
   'Event is a report of something that happened to an object: best-effort, informative data kept for a limited time.',
   {
-    eventTime: time('When the event was first observed, with microsecond precision. Required.'),
+    eventTime: microTime('When the event was first observed, with microsecond precision. Required.'),
     series: struct(
       {
         count: int32('Number of occurrences in the series up to the last heartbeat.'),
-        lastObservedTime: time('When the last occurrence of the series was seen before the last heartbeat.'),
+        lastObservedTime: microTime('When the last occurrence of the series was seen before the last heartbeat.'),
       },
       { description: 'Data about a series of occurrences of the event; unset for a singleton event.' },
     ),

@@ -3,7 +3,7 @@ import { STANDARD_VERBS } from '@svc/apimachinery';
 import { forbidden, invalid, isTimestamp, typeInvalid } from './field-errors';
 import { asRecord, asString } from './object-access';
 import { objectSchema } from './object-meta';
-import { int32, str, struct, time } from './schema-builders';
+import { int32, microTime, str, struct } from './schema-builders';
 
 /** Lease (coordination.svc.io/v1): a lock with a holder and a renewal time, used for leader election and heartbeats. */
 
@@ -14,8 +14,8 @@ export const LEASE_SCHEMA = objectSchema('Lease is a lock held by one identity f
     {
       holderIdentity: str('Identity of the current holder of the lease.'),
       leaseDurationSeconds: int32('Seconds candidates wait after the last renewal before they may take the lease over.'),
-      acquireTime: time('When the current holder acquired the lease.'),
-      renewTime: time('When the current holder last renewed the lease.'),
+      acquireTime: microTime('When the current holder acquired the lease.'),
+      renewTime: microTime('When the current holder last renewed the lease.'),
       leaseTransitions: int32('Number of times the lease changed holders.'),
       strategy: str('Strategy for picking the leader in coordinated leader election.'),
       preferredHolder: str('Holder the coordinated election would like to hand the lease to.'),

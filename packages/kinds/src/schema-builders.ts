@@ -38,9 +38,14 @@ export function bool(description?: string): Schema {
   return withDescription({ type: 'boolean' }, description);
 }
 
-/** An RFC 3339 timestamp (also used for the microsecond variant). */
+/** An RFC 3339 timestamp, written in whole seconds (metav1.Time). */
 export function time(description?: string): Schema {
   return withDescription({ type: 'string', format: 'date-time' }, description);
+}
+
+/** An RFC 3339 timestamp written with six fraction digits (metav1.MicroTime). */
+export function microTime(description?: string): Schema {
+  return withDescription({ type: 'string', format: 'date-time', 'x-svc-micro-time': true }, description);
 }
 
 /** Base64-encoded bytes. */
