@@ -106,6 +106,7 @@ export function validateLabels(labels: unknown, field: string): StatusCause[] {
   return causes;
 }
 
+/** The most the keys and values of an object's annotations may take together, in bytes of UTF-8 (as the original counts them). */
 const TOTAL_ANNOTATION_SIZE = 256 * 1024;
 
 export function validateAnnotations(annotations: unknown, field: string): StatusCause[] {
@@ -118,7 +119,7 @@ export function validateAnnotations(annotations: unknown, field: string): Status
   for (const [k, v] of Object.entries(annotations as Record<string, unknown>)) {
     causes.push(...validateQualifiedName(k.toLowerCase(), field));
     if (typeof v !== 'string') causes.push({ reason: 'FieldValueTypeInvalid', field: `${field}.${k}`, message: 'Invalid value: must be a string' });
-    else size += k.length + v.length;
+    else size += Buffer.byteLength(k) + Buffer.byteLength(v);
   }
   if (size > TOTAL_ANNOTATION_SIZE) {
     causes.push({ reason: 'FieldValueTooLong', field, message: `Too long: must have at most ${TOTAL_ANNOTATION_SIZE} bytes` });
