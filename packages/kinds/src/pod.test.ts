@@ -171,6 +171,70 @@ describe('pod validation', () => {
     expect(causes).toContainEqual(expect.objectContaining({ field: 'spec.containers[0].resources.limits[cpu]' }));
   });
 
+  describe('resources', () => {
+    const validate = (resources: Record<string, unknown>): StatusCause[] => strategy.validate?.(created({ containers: [{ name: 'a', image: 'x', resources }] })) ?? [];
+    const at = 'spec.containers[0].resources';
+
+    it('a request above its limit is 422 naming the requests', () => {
+      expect(validate({ limits: { memory: '1Gi' }, requests: { memory: '2Gi' } })).toEqual([
+        { reason: 'FieldValueInvalid', field: `${at}.requests`, message: 'Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi' },
+      ]);
+      expect(fields(validate({ limits: { cpu: '1' }, requests: { cpu: 2 } }))).toEqual([`${at}.requests`]);
+      expect(validate({ limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '500m', memory: '1024Mi' } })).toEqual([]);
+    });
+
+    it('resource names must be standard for containers or follow the extended resource standard', () => {
+      // Requests alone: limits would be copied into requests by defaulting, and each reported twice.
+      expect(validate({ requests: { 'bad/resource/name': '1' } })).toEqual([
+        expect.objectContaining({ field: `${at}.requests[bad/resource/name]`, message: expect.stringContaining('a qualified name must consist of') }),
+        { reason: 'FieldValueInvalid', field: `${at}.requests[bad/resource/name]`, message: 'Invalid value: "bad/resource/name": doesn\'t follow extended resource name standard' },
+        { reason: 'FieldValueRequired', field: `${at}.limits`, message: 'Required value: Limit must be set for non overcommitable resources' },
+      ]);
+      expect(validate({ requests: { gpu: '1' } }).map((c) => c.message)).toEqual([
+        'Invalid value: "gpu": must be a standard resource type or fully qualified',
+        'Invalid value: "gpu": must be a standard resource for containers',
+      ]);
+      expect(validate({ requests: { pods: '1' } }).map((c) => c.message)).toEqual(['Invalid value: "pods": must be a standard resource for containers']);
+      expect(fields(validate({ limits: { pods: '1' } }))).toEqual([`${at}.limits[pods]`, `${at}.requests[pods]`]);
+      expect(validate({ limits: { 'example.com/gpu': '1' }, requests: { 'example.com/gpu': '1' } })).toEqual([]);
+    });
+
+    it('extended resources are whole numbers, requested exactly as limited', () => {
+      expect(validate({ requests: { 'example.com/gpu': '1' } })).toEqual([{ reason: 'FieldValueRequired', field: `${at}.limits`, message: 'Required value: Limit must be set for non overcommitable resources' }]);
+      expect(validate({ limits: { 'example.com/gpu': '2' }, requests: { 'example.com/gpu': '1' } }).map((c) => c.message)).toEqual(['Invalid value: "1": must be equal to example.com/gpu limit of 2']);
+      expect(validate({ limits: { 'example.com/gpu': '500m' } })).toEqual([`${at}.limits[example.com/gpu]`, `${at}.requests[example.com/gpu]`].map((field) => ({ reason: 'FieldValueInvalid', field, message: 'Invalid value: "500m": must be an integer' })));
+    });
+
+    it('hugepages need cpu or memory beside them', () => {
+      expect(validate({ limits: { 'hugepages-2Mi': '2Mi' } })).toEqual([{ reason: 'FieldValueForbidden', field: at, message: 'Forbidden: HugePages require cpu or memory' }]);
+      expect(validate({ limits: { 'hugepages-2Mi': '2Mi', memory: '1Gi' } })).toEqual([]);
+    });
+  });
+
+  describe('environment variables read from elsewhere', () => {
+    const validate = (valueFrom: Record<string, unknown>): StatusCause[] => strategy.validate?.(created({ containers: [{ name: 'a', image: 'x', env: [{ name: 'A', valueFrom }] }] })) ?? [];
+    const at = 'spec.containers[0].env[0].valueFrom';
+
+    it('a key reference needs a valid name and key', () => {
+      expect(fields(validate({ secretKeyRef: { key: 'k' } }))).toEqual([`${at}.secretKeyRef.name`]);
+      expect(validate({ configMapKeyRef: { name: 'c', key: 'bad key!' } })).toEqual([expect.objectContaining({ field: `${at}.configMapKeyRef.key`, message: expect.stringContaining('a valid config key must consist of') })]);
+      expect(validate({ secretKeyRef: { name: 's', key: 'k' } })).toEqual([]);
+    });
+
+    it('a field reference names a supported field, or a label or annotation by key', () => {
+      expect(validate({ fieldRef: { fieldPath: 'spec.bogus' } })).toEqual([
+        { reason: 'FieldValueNotSupported', field: `${at}.fieldRef.fieldPath`, message: expect.stringMatching(/^Unsupported value: "spec.bogus": supported values: "metadata.name", /) },
+      ]);
+      expect(validate({ fieldRef: { fieldPath: "metadata.labels['app']" } })).toEqual([]);
+      expect(validate({ fieldRef: { fieldPath: 'status.podIP' } })).toEqual([]);
+    });
+
+    it('a resource reference names a supported resource', () => {
+      expect(fields(validate({ resourceFieldRef: { resource: 'limits.bogus' } }))).toEqual([`${at}.resourceFieldRef.resource`]);
+      expect(validate({ resourceFieldRef: { resource: 'limits.memory' } })).toEqual([]);
+    });
+  });
+
   it('allows an image change but not other spec changes on update', () => {
     const old = created({ containers: [{ name: 'a', image: 'x:1' }] });
     const imageOnly = created({ containers: [{ name: 'a', image: 'x:2' }] });

@@ -1,7 +1,9 @@
 import type { ApiObject, PrinterColumn, ResourceDefinition, StatusCause } from '@svc/apimachinery';
-import { STANDARD_VERBS } from '@svc/apimachinery';
+import { STANDARD_VERBS, compareQuantities, parseQuantity, type Quantity } from '@svc/apimachinery';
 import {
+  configKeyErrors,
   dnsLabelErrors,
+  dnsSubdomainErrors,
   duplicate,
   forbidden,
   ianaServiceNameErrors,
@@ -10,6 +12,7 @@ import {
   isPortNumber,
   keyPath,
   notSupported,
+  qualifiedNameErrors,
   required,
 } from './field-errors';
 import { asList, asNumber, asRecord, asString, cloneJson, deepEqual, isRecord, setDefault, type Fields } from './object-access';
@@ -159,6 +162,81 @@ function validateQuantities(path: string, value: unknown): StatusCause[] {
   return causes;
 }
 
+/** The resources a container may ask for by a bare name (hugepages-<size> besides). */
+const STANDARD_CONTAINER_RESOURCES = new Set(['cpu', 'memory', 'ephemeral-storage']);
+/** Bare resource names the original knows at all (quota's among them): anything else needs a domain. */
+const STANDARD_RESOURCES = new Set([
+  ...STANDARD_CONTAINER_RESOURCES,
+  ...['cpu', 'memory', 'ephemeral-storage', 'storage'].flatMap((r) => [`requests.${r}`, `limits.${r}`]),
+  'storage',
+  'pods',
+  'services',
+  'replicationcontrollers',
+  'resourcequotas',
+  'secrets',
+  'configmaps',
+  'persistentvolumeclaims',
+  'services.nodeports',
+  'services.loadbalancers',
+]);
+
+const isHugePages = (name: string): boolean => name.startsWith('hugepages-');
+/** Native: a bare name, or one in the kubernetes.io domain. */
+const isNativeResource = (name: string): boolean => !name.includes('/') || name.includes('kubernetes.io/');
+/** Extended: a domain-qualified name outside kubernetes.io that is a qualified name as `requests.<name>` too. */
+function isExtendedResource(name: string): boolean {
+  if (isNativeResource(name) || name.startsWith('requests.')) return false;
+  return qualifiedNameErrors('', `requests.${name}`).length === 0;
+}
+/** Requests below the limit are allowed for native resources other than hugepages; the rest must request what they limit. */
+const overcommitAllowed = (name: string): boolean => isNativeResource(name) && !isHugePages(name);
+
+function resourceNameErrors(field: string, name: string): StatusCause[] {
+  const causes = qualifiedNameErrors(field, name);
+  const bare = !name.includes('/');
+  if (causes.length === 0 && bare && !STANDARD_RESOURCES.has(name) && !isHugePages(name)) causes.push(invalid(field, name, 'must be a standard resource type or fully qualified'));
+  if (bare) {
+    if (!STANDARD_CONTAINER_RESOURCES.has(name) && !isHugePages(name)) causes.push(invalid(field, name, 'must be a standard resource for containers'));
+  } else if (!isNativeResource(name) && !isExtendedResource(name)) {
+    causes.push(invalid(field, name, "doesn't follow extended resource name standard"));
+  }
+  return causes;
+}
+
+/** A container's requests and limits (the original's validateResourceRequirements): names, values, and requests within limits. */
+function validateResources(path: string, resources: Fields): StatusCause[] {
+  const limits = asRecord(resources['limits']) ?? {};
+  const requests = asRecord(resources['requests']) ?? {};
+  const causes = [...validateQuantities(`${path}.limits`, limits), ...validateQuantities(`${path}.requests`, requests)];
+  const parsed = (q: unknown): Quantity | undefined => (typeof q === 'string' || typeof q === 'number' ? parseQuantity(String(q)) : undefined);
+  const check = (kind: 'limits' | 'requests', list: Fields): void => {
+    for (const [name, q] of Object.entries(list)) {
+      const field = keyPath(`${path}.${kind}`, name);
+      causes.push(...resourceNameErrors(field, name));
+      const value = parsed(q);
+      if (value && isExtendedResource(name) && value.exponent < 0 && value.coefficient !== 0n) causes.push(invalid(field, q, 'must be an integer'));
+    }
+  };
+  check('limits', limits);
+  check('requests', requests);
+  for (const [name, q] of Object.entries(requests)) {
+    const request = parsed(q);
+    if (!request) continue;
+    if (limits[name] === undefined) {
+      if (!overcommitAllowed(name)) causes.push(required(`${path}.limits`, 'Limit must be set for non overcommitable resources'));
+      continue;
+    }
+    const limit = parsed(limits[name]);
+    if (!limit) continue;
+    const order = compareQuantities(request, limit);
+    if (order !== 0 && !overcommitAllowed(name)) causes.push(invalid(`${path}.requests`, String(q), `must be equal to ${name} limit of ${String(limits[name])}`));
+    else if (order > 0) causes.push(invalid(`${path}.requests`, String(q), `must be less than or equal to ${name} limit of ${String(limits[name])}`));
+  }
+  const names = [...Object.keys(limits), ...Object.keys(requests)];
+  if (names.some(isHugePages) && !names.some((n) => n === 'cpu' || n === 'memory')) causes.push(forbidden(path, 'HugePages require cpu or memory'));
+  return causes;
+}
+
 function validatePorts(path: string, container: Fields, portNames: Set<string>): StatusCause[] {
   const causes: StatusCause[] = [];
   asList(container['ports']).forEach((item, i) => {
@@ -181,6 +259,35 @@ function validatePorts(path: string, container: Fields, portNames: Set<string>):
   return causes;
 }
 
+/** Fields of the pod an environment variable may be read from (labels and annotations by key besides). */
+const ENV_FIELD_PATHS = ['metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName', 'status.hostIP', 'status.hostIPs', 'status.podIP', 'status.podIPs'];
+/** Resources of the container an environment variable may be read from (hugepages-<size> besides). */
+const ENV_RESOURCE_FIELDS = ['limits.cpu', 'limits.ephemeral-storage', 'limits.memory', 'requests.cpu', 'requests.ephemeral-storage', 'requests.memory'];
+function keySelectorErrors(path: string, ref: Fields): StatusCause[] {
+  const causes = dnsSubdomainErrors(`${path}.name`, asString(ref['name']) ?? '');
+  const key = asString(ref['key']) ?? '';
+  causes.push(...(key === '' ? [required(`${path}.key`)] : configKeyErrors(`${path}.key`, key)));
+  return causes;
+}
+
+function fieldSelectorErrors(path: string, ref: Fields): StatusCause[] {
+  const fieldPath = asString(ref['fieldPath']) ?? '';
+  if (fieldPath === '') return [required(`${path}.fieldPath`)];
+  const subscripted = /^(metadata\.(?:labels|annotations))\['(.+)'\]$/.exec(fieldPath);
+  if (subscripted) {
+    const [, field = '', key = ''] = subscripted;
+    return qualifiedNameErrors(path, field === 'metadata.annotations' ? key.toLowerCase() : key);
+  }
+  return ENV_FIELD_PATHS.includes(fieldPath) ? [] : [notSupported(`${path}.fieldPath`, fieldPath, ENV_FIELD_PATHS)];
+}
+
+function resourceSelectorErrors(path: string, ref: Fields): StatusCause[] {
+  const resource = asString(ref['resource']) ?? '';
+  if (resource === '') return [required(`${path}.resource`)];
+  if (ENV_RESOURCE_FIELDS.includes(resource) || resource.startsWith('requests.hugepages-') || resource.startsWith('limits.hugepages-')) return [];
+  return [notSupported(`${path}.resource`, resource, ENV_RESOURCE_FIELDS)];
+}
+
 function validateEnv(path: string, container: Fields): StatusCause[] {
   const causes: StatusCause[] = [];
   asList(container['env']).forEach((item, i) => {
@@ -199,10 +306,12 @@ function validateEnv(path: string, container: Fields): StatusCause[] {
       else if (sources.length > 1) causes.push(invalid(`${p}.valueFrom`, '', 'may not have more than one field specified at a time'));
       for (const ref of ['configMapKeyRef', 'secretKeyRef']) {
         const r = asRecord(valueFrom[ref]);
-        if (r && !asString(r['key'])) causes.push(required(`${p}.valueFrom.${ref}.key`));
+        if (r) causes.push(...keySelectorErrors(`${p}.valueFrom.${ref}`, r));
       }
       const fieldRef = asRecord(valueFrom['fieldRef']);
-      if (fieldRef && !asString(fieldRef['fieldPath'])) causes.push(required(`${p}.valueFrom.fieldRef.fieldPath`));
+      if (fieldRef) causes.push(...fieldSelectorErrors(`${p}.valueFrom.fieldRef`, fieldRef));
+      const resourceFieldRef = asRecord(valueFrom['resourceFieldRef']);
+      if (resourceFieldRef) causes.push(...resourceSelectorErrors(`${p}.valueFrom.resourceFieldRef`, resourceFieldRef));
     }
   });
   return causes;
@@ -267,10 +376,7 @@ function validateContainer(container: Fields, path: string, rules: ContainerRule
   causes.push(...validateEnv(`${path}.env`, container));
   causes.push(...validateVolumeMounts(`${path}.volumeMounts`, container, rules.volumes));
   const resources = asRecord(container['resources']);
-  if (resources) {
-    causes.push(...validateQuantities(`${path}.resources.limits`, resources['limits']));
-    causes.push(...validateQuantities(`${path}.resources.requests`, resources['requests']));
-  }
+  if (resources) causes.push(...validateResources(`${path}.resources`, resources));
   for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
     const p = asRecord(container[probe]);
     if (!p) continue;
