@@ -37,6 +37,19 @@ describe('Namespace', () => {
     expect(causes.map((c) => c.field)).toEqual(['spec.finalizers[1]']);
   });
 
+  it('a status write may set the phase only to Active, or Terminating once deletion was requested', () => {
+    const validate = (phase: unknown, deleting: boolean, oldPhase = 'Active') =>
+      ns.strategy.validateUpdate?.(
+        { metadata: { name: 'a', ...(deleting ? { deletionTimestamp: '2024-01-01T00:00:00Z' } : {}) }, status: { phase } },
+        { metadata: { name: 'a' }, status: { phase: oldPhase } },
+      ) ?? [];
+    expect(validate('Bogus', false)).toEqual([{ reason: 'FieldValueInvalid', field: 'status.Phase', message: 'Invalid value: "Bogus": may only be \'Active\' if `deletionTimestamp` is empty' }]);
+    expect(validate('Terminating', false)).toHaveLength(1);
+    expect(validate('Active', true, 'Terminating')).toEqual([{ reason: 'FieldValueInvalid', field: 'status.Phase', message: 'Invalid value: "Active": may only be \'Terminating\' if `deletionTimestamp` is not empty' }]);
+    expect(validate('Terminating', true)).toEqual([]);
+    expect(validate('Active', false)).toEqual([]);
+  });
+
   it('shows the phase', () => {
     expect(ns.printerColumns).toEqual([expect.objectContaining({ name: 'Status', jsonPath: '.status.phase' })]);
   });

@@ -1,5 +1,5 @@
 import type { ApiObject, ResourceDefinition, StatusCause } from '@svc/apimachinery';
-import { indexPath, qualifiedNameErrors } from './field-errors';
+import { indexPath, invalid, qualifiedNameErrors } from './field-errors';
 import { asList, asRecord, cloneJson, ensureRecord, isRecord } from './object-access';
 import { objectSchema } from './object-meta';
 import { atomicList, mapList, oneOf, str, struct, time } from './schema-builders';
@@ -91,6 +91,21 @@ function validateNamespace(obj: ApiObject): StatusCause[] {
   return causes;
 }
 
+/**
+ * The phase follows deletion: Active until deletion is requested, then
+ * Terminating; a status write may not set anything else (a phase left as
+ * it was is not judged again).
+ */
+function validateNamespaceUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
+  const phase = asRecord(obj['status'])?.['phase'];
+  if (phase === asRecord(old['status'])?.['phase']) return [];
+  const terminating = Boolean(obj.metadata?.deletionTimestamp);
+  const expected = terminating ? 'Terminating' : 'Active';
+  if (phase === expected) return [];
+  const detail = terminating ? "may only be 'Terminating' if `deletionTimestamp` is not empty" : "may only be 'Active' if `deletionTimestamp` is empty";
+  return [invalid('status.Phase', phase ?? '', detail)];
+}
+
 export function namespaceDefinition(): ResourceDefinition {
   return {
     group: '',
@@ -114,6 +129,7 @@ export function namespaceDefinition(): ResourceDefinition {
       prepareForUpdate: prepareNamespaceForUpdate,
       applyDefaults: applyNamespaceDefaults,
       validate: validateNamespace,
+      validateUpdate: validateNamespaceUpdate,
       finalizing: namespaceFinalizing,
       prepareForDeletion: prepareNamespaceForDeletion,
     },
