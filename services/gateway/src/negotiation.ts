@@ -164,6 +164,21 @@ export function checkDecodedSize(value: unknown, bodyBytes: number, format: stri
   }
 }
 
+/**
+ * Refuses an object nested deeper than a body may be (MAX_DECODED_DEPTH):
+ * a patch that stays within the limit can still deepen the stored object,
+ * and an object no client could send back whole is not stored.
+ */
+export function checkNesting(value: unknown, what: string): void {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > MAX_DECODED_DEPTH) throw ApiError.badRequest(`${what} is nested deeper than the limit of ${MAX_DECODED_DEPTH} levels`);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+}
+
 export function decodeBody(contentType: string | undefined, body: Buffer, protobuf: ProtobufCodec | undefined): DecodedBody {
   if (body.length === 0) throw ApiError.badRequest('the request body is empty; an object is required');
   const type = mediaTypeOf(contentType);

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { ApiError, checkAgainstSchema, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { applyUpgradingClientSide, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
-import { mediaTypeOf, parseJson, parseYaml } from '../negotiation';
+import { checkNesting, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
 import { createObject, updateObject, type ComputedWrite } from '../registry/store';
 import { undecodablePatch } from '../registry/decode-messages';
@@ -74,6 +74,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
       }
     }
     if (!isJsonObject(next)) throw ApiError.badRequest('the patched object is not an object');
+    checkNesting(next, 'the patched object');
     // The patched object's name and namespace are checked against the URL by
     // the update, so a patch that renames or moves the object is refused.
     const result = next as ApiObject;

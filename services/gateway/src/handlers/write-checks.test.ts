@@ -223,3 +223,22 @@ describe("a body's name and namespace are the URL's", () => {
     expect(res.body).toMatchObject({ metadata: { name: 'cm', namespace: 'default' }, data: { a: 'x' } });
   });
 });
+
+describe('a patch may not nest the object deeper than a body may be', () => {
+  test('a JSON patch whose result is nested past the limit is 400 and writes nothing', async () => {
+    const h = harness(['patch', 'update', 'create']);
+    expect((await h.send(applyConfigMap('cm'))).code).toBe(201);
+    const before = h.objects.snapshot();
+    let value: unknown = 1;
+    for (let i = 0; i < 200; i++) value = { a: value };
+    // Each operation's value is within the body limit; together they nest 400 levels.
+    const body = [
+      { op: 'add', path: '/data/x', value },
+      { op: 'add', path: `/data/x${'/a'.repeat(199)}`, value },
+    ];
+    const res = await h.send({ def: configMaps, verb: 'patch', name: 'cm', contentType: 'application/json-patch+json', body });
+    expect(res.code).toBe(400);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'BadRequest', message: 'the patched object is nested deeper than the limit of 256 levels' });
+    expect(h.objects.snapshot()).toBe(before);
+  });
+});
