@@ -7,7 +7,8 @@ import { readReview, respond, specOf, stringList } from './review-io';
 
 /** TokenRequest (`POST serviceaccounts/<name>/token`): lifetimes, as the original bounds them. */
 const MIN_EXPIRATION_SECONDS = 600;
-const MAX_EXPIRATION_SECONDS = 2 ** 32;
+/** The largest lifetime, the original's math.MaxUint32 (its message says "2^32"). */
+const MAX_EXPIRATION_SECONDS = 2 ** 32 - 1;
 const DEFAULT_EXPIRATION_SECONDS = 3600;
 
 function invalidTokenRequest(name: string, causes: StatusCause[]): ApiError {
