@@ -28,18 +28,21 @@ export function withRequestDeadline(handler: Handler, maximumMs: number): Handle
     const deadline = receivedAt + effectiveTimeoutMs(info.timeoutMs, maximumMs);
     withDeadline(req, { receivedAt, deadline });
     const guard = guardResponse(res);
+    const failedLate = (err: unknown): 'expired' => {
+      logFrom(req).info('request failed after its deadline', { err: err instanceof Error ? err.message : String(err) });
+      return 'expired';
+    };
+    const handled = (async () => handler(req, res))().then(
+      () => 'done' as const,
+      (err: unknown) => {
+        if (Date.now() < deadline) throw err;
+        return failedLate(err);
+      },
+    );
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => {
       timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()));
     });
-    const handled = handler(req, res).then(
-      () => 'done' as const,
-      (err: unknown) => {
-        if (Date.now() < deadline) throw err;
-        logFrom(req).info('request failed after its deadline', { err: err instanceof Error ? err.message : String(err) });
-        return 'expired' as const;
-      },
-    );
     let outcome: 'done' | 'expired';
     try {
       outcome = await Promise.race([handled, expired]);
@@ -48,7 +51,7 @@ export function withRequestDeadline(handler: Handler, maximumMs: number): Handle
     }
     if (outcome === 'done') return;
     // The handler may still be running: whatever it ends with is only logged.
-    handled.catch((err: unknown) => logFrom(req).info('request failed after its deadline', { err: err instanceof Error ? err.message : String(err) }));
+    handled.catch(failedLate);
     if (res.writableEnded) return; // answered in time, the handler is only finishing up
     if (guard.begun()) res.destroy();
     else guard.answer(() => writeError(req, res, deadlineExceeded(info)));
