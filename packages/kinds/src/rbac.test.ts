@@ -50,10 +50,39 @@ describe('RBAC kinds', () => {
     ]);
   });
 
+  test('a service account subject needs a valid service account name', () => {
+    const roleRef = { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'r' };
+    expect(fields('RoleBinding', { roleRef, subjects: [{ kind: 'ServiceAccount', name: 'Bad Name' }] })).toEqual([
+      expect.stringMatching(/^subjects\[0\]\.name: Invalid value: "Bad Name": a lowercase RFC 1123 subdomain must consist of/),
+    ]);
+    // Users and groups are any string.
+    expect(fields('RoleBinding', { roleRef, subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.svc.io', name: 'Bad Name' }] })).toEqual([]);
+  });
+
+  test('aggregation selectors are valid label selectors', () => {
+    expect(fields('ClusterRole', { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'bad key!': 'x' } }] } })).toEqual([
+      expect.stringMatching(/^aggregationRule\.clusterRoleSelectors\[0\]\.matchLabels: Invalid value: "bad key!": /),
+    ]);
+    expect(fields('ClusterRole', { aggregationRule: { clusterRoleSelectors: [{ matchExpressions: [{ key: 'a', operator: 'Bogus' }] }] } })).toEqual([
+      expect.stringMatching(/^aggregationRule\.clusterRoleSelectors\[0\]\.matchExpressions\[0\]\.operator: Unsupported value: "Bogus"/),
+    ]);
+  });
+
   test('roleRef cannot change; subjects can', () => {
     const def = defs.get('RoleBinding') as ResourceDefinition;
     const old = { roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'a' }, subjects: [] };
     expect(def.strategy.validateUpdate?.({ ...old, subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.svc.io', name: 'x' }] }, old)).toEqual([]);
     expect(def.strategy.validateUpdate?.({ ...old, roleRef: { ...old.roleRef, name: 'b' } }, old)?.map((c) => c.message)).toEqual(['Invalid value: {"apiGroup":"rbac.authorization.svc.io","kind":"Role","name":"b"}: cannot change roleRef']);
+  });
+
+  test('a roleRef written in another key order, or naming the group by its upstream name, is the same roleRef', () => {
+    const def = defs.get('RoleBinding') as ResourceDefinition;
+    const old = { roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'a' }, subjects: [] };
+    // As a manifest often lists them: kind, name, apiGroup.
+    expect(def.strategy.validateUpdate?.({ ...old, roleRef: { kind: 'Role', name: 'a', apiGroup: 'rbac.authorization.svc.io' } }, old)).toEqual([]);
+    expect(def.strategy.validateUpdate?.({ ...old, roleRef: { name: 'a', kind: 'Role', apiGroup: 'rbac.authorization.k8s.io' } }, old)).toEqual([]);
+    expect(def.strategy.validateUpdate?.(old, { ...old, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'a' } })).toEqual([]);
+    expect(def.strategy.validateUpdate?.({ ...old, roleRef: { kind: 'ClusterRole', name: 'a', apiGroup: 'rbac.authorization.k8s.io' } }, old)?.map((c) => c.field)).toEqual(['roleRef']);
+    expect(def.strategy.validateUpdate?.({ ...old, roleRef: { apiGroup: 'apps', kind: 'Role', name: 'a' } }, old)?.map((c) => c.field)).toEqual(expect.arrayContaining(['roleRef']));
   });
 });

@@ -1,7 +1,8 @@
 import type { ApiObject, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import type { Schema } from '@svc/merge';
 import { groupKindDefinition } from './group-definition';
-import { indexPath, invalid, notSupported, required, typeInvalid } from './field-errors';
+import { labelSelectorErrors } from './admissionregistration-validation';
+import { dnsSubdomainErrors, indexPath, invalid, notSupported, required, typeInvalid } from './field-errors';
 import { asList, asRecord, asString } from './object-access';
 import { LABEL_SELECTOR_SCHEMA, objectSchema } from './object-meta';
 import { atomicList, str, struct } from './schema-builders';
@@ -112,7 +113,11 @@ function validateClusterRole(obj: ApiObject): StatusCause[] {
   if (agg !== undefined && agg !== null) {
     const rule = asRecord(agg);
     if (!rule) causes.push(typeInvalid('aggregationRule', agg, 'an object'));
-    else if (asList(rule['clusterRoleSelectors']).length === 0) causes.push(required('aggregationRule.clusterRoleSelectors', 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
+    else {
+      const selectors = asList(rule['clusterRoleSelectors']);
+      if (selectors.length === 0) causes.push(required('aggregationRule.clusterRoleSelectors', 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
+      selectors.forEach((selector, i) => causes.push(...labelSelectorErrors(selector, indexPath('aggregationRule.clusterRoleSelectors', i))));
+    }
   }
   return causes;
 }
@@ -143,6 +148,7 @@ function validateBinding(obj: ApiObject, namespaced: boolean): StatusCause[] {
     if (name === '') causes.push(required(`${path}.name`));
     if (!SUBJECT_KINDS.includes(kind)) return causes.push(notSupported(`${path}.kind`, kind, SUBJECT_KINDS));
     if (kind === 'ServiceAccount') {
+      if (name !== '') causes.push(...dnsSubdomainErrors(`${path}.name`, name));
       if (group !== '') causes.push(notSupported(`${path}.apiGroup`, group, ['']));
       if (!namespaced && !asString(subject['namespace'])) causes.push(required(`${path}.namespace`));
     } else if (!isRbacGroup(group)) {
@@ -153,8 +159,21 @@ function validateBinding(obj: ApiObject, namespaced: boolean): StatusCause[] {
   return causes;
 }
 
+/**
+ * Whether two roleRefs name the same role, as the original compares the
+ * struct: field by field whatever the order the client wrote them in, with
+ * the group's upstream name the same group as ours.
+ */
+function sameRoleRef(a: unknown, b: unknown): boolean {
+  const x = asRecord(a);
+  const y = asRecord(b);
+  if (!x || !y) return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  const group = (ref: Record<string, unknown>): unknown => (ref['apiGroup'] === RBAC_GROUP_UPSTREAM ? RBAC_GROUP : ref['apiGroup']);
+  return group(x) === group(y) && x['kind'] === y['kind'] && x['name'] === y['name'];
+}
+
 function validateRoleRefUnchanged(obj: ApiObject, old: ApiObject): StatusCause[] {
-  return JSON.stringify(obj['roleRef'] ?? null) === JSON.stringify(old['roleRef'] ?? null) ? [] : [invalid('roleRef', obj['roleRef'], 'cannot change roleRef')];
+  return sameRoleRef(obj['roleRef'], old['roleRef']) ? [] : [invalid('roleRef', obj['roleRef'], 'cannot change roleRef')];
 }
 
 function subjectNames(kind: string) {
