@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import * as yaml from 'js-yaml';
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import { ApiError, type ApiObject, type Status } from '@svc/apimachinery';
 import { addWarning, logFrom, warningsFrom, queryValues, parsedRequestInfoFrom } from './context';
 import type { StoredResult } from '@svc/storage/client';
 import type { OutputFormat, ProtobufCodec } from './negotiation';
@@ -38,7 +38,34 @@ export function writeError(req: Request, res: Response, err: unknown): void {
   if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
   for (const w of apiError.warnings) addWarning(req, w);
   setWarnings(req, res);
-  res.status(apiError.code).type('application/json').send(JSON.stringify(apiError.toStatus()));
+  const requested = parsedRequestInfoFrom(req);
+  const status = requested?.requestedGroup ? statusAsRequested(apiError.toStatus(), requested.apiGroup, requested.requestedGroup) : apiError.toStatus();
+  res.status(apiError.code).type('application/json').send(JSON.stringify(status));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * A Status as the client named the group: a request through the upstream
+ * name of one of our groups (`/apis/rbac.authorization.k8s.io/...`) is told
+ * about `roles.rbac.authorization.k8s.io`, as the original server answers
+ * it, in `details.group`, in the qualified names of the message
+ * (`<resource>.<group>`, `<Kind>.<group>`) and in its `API group "<group>"`.
+ * Values the message quotes (a roleRef as sent) are left as they are.
+ */
+export function statusAsRequested(status: Status, ours: string, theirs: string): Status {
+  if (ours === theirs || ours === '') return status;
+  const out: Status = { ...status };
+  if (status.details?.group === ours) out.details = { ...status.details, group: theirs };
+  if (status.message !== undefined) {
+    const group = escapeRegExp(ours);
+    out.message = status.message
+      .replace(new RegExp(`(?<=[A-Za-z0-9])\\.${group}(?=[\\s":,]|$)`, 'g'), `.${theirs}`)
+      .replace(new RegExp(`API group "${group}"`, 'g'), `API group "${theirs}"`);
+  }
+  return out;
 }
 
 export function pretty(req: Request): boolean {
@@ -62,6 +89,7 @@ export function presentAs(req: Request, body: unknown): unknown {
     const obj = value as Record<string, unknown>;
     let out = obj;
     if (obj['apiVersion'] === ours) out = { ...out, apiVersion: theirs };
+    if (obj['kind'] === 'Status' && obj['apiVersion'] === 'v1') out = statusAsRequested(out as unknown as Status, info.apiGroup, info.requestedGroup as string) as unknown as Record<string, unknown>;
     if (Array.isArray(obj['items'])) out = { ...out, items: (obj['items'] as unknown[]).map(rename) };
     if (typeof obj['type'] === 'string' && typeof obj['object'] === 'object') out = { ...out, object: rename(obj['object']) };
     return out;

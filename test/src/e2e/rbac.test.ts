@@ -124,10 +124,10 @@ describe('RBAC', () => {
     // Granting what it holds (list configmaps, from view) is fine; secrets it cannot get are not.
     expect((await asRobot(['create', 'role', 'cm-lister', '-n', 'team', '--verb=list', '--resource=configmaps'])).stderr).toBe('');
     const escalation = await asRobot(['create', 'role', 'secret-getter', '-n', 'team', '--verb=get', '--resource=secrets']);
-    expect(escalation.stderr).toMatch(/roles.rbac.authorization.svc.io "secret-getter" is forbidden: user "system:serviceaccount:team:robot" .* is attempting to grant RBAC permissions not currently held:\n\{APIGroups:\[""\], Resources:\["secrets"\], Verbs:\["get"\]\}/);
+    expect(escalation.stderr).toMatch(/roles.rbac.authorization.k8s.io "secret-getter" is forbidden: user "system:serviceaccount:team:robot" .* is attempting to grant RBAC permissions not currently held:\n\{APIGroups:\[""\], Resources:\["secrets"\], Verbs:\["get"\]\}/);
     // Binding itself to cluster-admin is refused; binding to a role it holds is not.
     const bindAdmin = await asRobot(['create', 'rolebinding', 'grab', '-n', 'team', '--clusterrole=cluster-admin', '--serviceaccount=team:robot']);
-    expect(bindAdmin.stderr).toMatch(/rolebindings.rbac.authorization.svc.io "grab" is forbidden: .*not currently held/);
+    expect(bindAdmin.stderr).toMatch(/rolebindings.rbac.authorization.k8s.io "grab" is forbidden: .*not currently held/);
     expect((await asRobot(['create', 'rolebinding', 'lister', '-n', 'team', '--role=cm-lister', '--user=someone'])).code).toBe(0);
     // A binding to a role that does not exist grants nothing, and is accepted.
     expect((await asRobot(['create', 'rolebinding', 'ghost', '-n', 'team', '--role=does-not-exist', '--user=someone'])).code).toBe(0);
