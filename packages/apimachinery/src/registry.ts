@@ -144,8 +144,9 @@ export interface ResourceDefinition {
   scale?: ScaleSubresourcePaths;
   /**
    * The field labels a field selector may name besides `metadata.name` and
-   * `metadata.namespace` (the kind's selectable fields). Unset: any field
-   * under `spec`, `status`, `type`, `involvedObject`, `reason` or `source`.
+   * `metadata.namespace` (the kind's selectable fields: a custom resource's
+   * `selectableFields`). Unset: only those two, unless the kind is a
+   * built-in one with its own list (field-labels.ts).
    */
   selectableFields?: readonly string[];
 }

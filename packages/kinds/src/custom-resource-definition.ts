@@ -74,6 +74,10 @@ const VERSION_SCHEMA = struct(
     ),
     subresources: SUBRESOURCES_SCHEMA,
     additionalPrinterColumns: atomicList(PRINTER_COLUMN_SCHEMA, 'Columns of the server-side table of the version.'),
+    selectableFields: atomicList(
+      struct({ jsonPath: str('Simple JSON path (`.spec.color`) of a field custom resources of the version can be selected by.') }, { required: ['jsonPath'] }),
+      'Fields a field selector may name besides metadata.name and metadata.namespace.',
+    ),
   },
   { required: ['name', 'served', 'storage'] },
 );

@@ -56,6 +56,15 @@ function reverseDomain(group: string): string {
   return group.split('.').reverse().join('.');
 }
 
+/** A version's `selectableFields` as field labels (`.spec.color` selects as `spec.color`). */
+function selectableFields(raw: unknown): string[] {
+  return asList(raw)
+    .filter(isRecord)
+    .map((f) => asString(f['jsonPath']) ?? '')
+    .filter((path) => path !== '')
+    .map((path) => path.replace(/^\./, ''));
+}
+
 function printerColumns(raw: unknown): PrinterColumn[] {
   const out: PrinterColumn[] = [];
   for (const c of asList(raw).filter(isRecord)) {
@@ -228,6 +237,7 @@ export function customResourceDefinitions(crd: ApiObject): ResourceDefinition[] 
       subresources: [...(hasStatus ? [{ name: 'status', verbs: ['get', 'patch', 'update'] } satisfies SubresourceDefinition] : []), ...(scale ? [SCALE_SUBRESOURCE] : [])],
       schema,
       printerColumns: printerColumns(version['additionalPrinterColumns']),
+      selectableFields: selectableFields(version['selectableFields']),
       strategy: customResourceStrategy(schema, hasStatus, isRecord(raw) && hasValidationRules(raw) ? compileValidationRules(raw, 'openAPIV3Schema').validator : undefined),
       openApiName: `${reverseDomain(group)}.${name}.${names.kind}`,
       decoding: 'unstructured',

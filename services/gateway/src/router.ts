@@ -3,7 +3,7 @@ import { ApiError, canonicalGroup } from '@svc/apimachinery';
 import { versionInfo } from '@svc/service-kit';
 import type { GatewayDeps } from './backends';
 import { serveAggregatedDiscovery } from './aggregated-discovery';
-import { addAuditAnnotation, addWarning, requestInfoFrom } from './context';
+import { addAuditAnnotation, addWarning, queryValues, requestInfoFrom } from './context';
 import type { Handler } from './filters/chain';
 import { handleCreate } from './handlers/create';
 import { handleDelete, handleDeleteCollection } from './handlers/delete';
@@ -16,6 +16,7 @@ import { computedHandler } from './registry/computed';
 import { handleScale } from './registry/computed/scale';
 import { handleUpdate } from './handlers/update';
 import { handleWatch } from './handlers/watch';
+import { checkQueryOptions } from './handlers/request-options';
 import type { ResourceHandler } from './handlers/common';
 import { parseMediaRanges } from './negotiation';
 import { pretty, writeBody } from './responses';
@@ -80,6 +81,8 @@ export function buildRouter(deps: GatewayDeps): Handler {
     if (!handler || !(allowedVerbs as string[]).includes(info.verb)) {
       throw ApiError.methodNotAllowed(`the server does not allow this method on the requested resource`);
     }
+    // The query's options, checked once for every handler (computed ones and subresources too).
+    checkQueryOptions(info.verb, (name) => queryValues(req, name), req.headers['content-type']);
     const r = { deps, def, info };
     const computed = computedHandler(r);
     if (computed) return computed(req, res, r);

@@ -4,7 +4,7 @@ import { adminRequest, type HttpResponse } from './http';
 
 /**
  * DeleteOptions as the original checks them: `orphanDependents` and
- * `propagationPolicy` together are 400 naming the field, in the query or
+ * `propagationPolicy` together are 422 Invalid for DeleteOptions naming the field, in the query or
  * the body, for a delete and a deletecollection, and the object is still
  * there afterwards; `Background` (kubectl's default), no policy and any
  * grace period delete at once. What Foreground and Orphan do to dependents
@@ -24,11 +24,11 @@ describe('DeleteOptions', () => {
     return status === 200;
   };
   const expectRefused = (res: HttpResponse, field: string, message: RegExp): void => {
-    expect(`${res.status} ${res.body}`).toMatch(/^400 /);
-    expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 400, reason: 'BadRequest', details: { causes: [expect.objectContaining({ field })] } });
+    expect(`${res.status} ${res.body}`).toMatch(/^422 /);
+    expect(res.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 422, reason: 'Invalid', details: { kind: 'DeleteOptions', group: 'meta.svc.io', causes: [expect.objectContaining({ field })] } });
     expect(String(res.json()['message'])).toMatch(message);
   };
-  const BOTH = /^propagationPolicy: Invalid value: "\w+": orphanDependents and propagationPolicy cannot both be set$/;
+  const BOTH = /^DeleteOptions\.meta\.svc\.io "" is invalid: propagationPolicy: Invalid value: "\w+": orphanDependents and deletionPropagation cannot be both set$/;
 
   beforeAll(async () => {
     env = await startEnvironment();

@@ -59,9 +59,9 @@ describe('hostile and tricky requests', () => {
 
   test('every DeleteOptions field of the body is read, and a wrong one is 400 naming it', async () => {
     expect((await adminRequest(env, 'POST', `${ns}/configmaps`, configMap('opts'))).status).toBe(201);
-    expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ dryRun: ['Sometimes'] })), 400, 'BadRequest', /Invalid dryRun value: "Sometimes"/);
+    expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ dryRun: ['Sometimes'] })), 422, 'Invalid', /dryRun: Unsupported value: \[\]string\{"Sometimes"\}/);
     expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ gracePeriodSeconds: 'soon' })), 400, 'BadRequest', /gracePeriodSeconds/);
-    expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ propagationPolicy: 'Sideways' })), 400, 'BadRequest', /propagationPolicy "Sideways" is invalid/);
+    expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ propagationPolicy: 'Sideways' })), 422, 'Invalid', /propagationPolicy: Unsupported value: "Sideways"/);
     expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ preconditions: { uid: 'not-the-uid' } })), 409, 'Conflict', /Precondition failed: UID in precondition: not-the-uid/);
     expectStatus(await adminRequest(env, 'DELETE', `${ns}/configmaps/opts`, JSON.stringify({ preconditions: { resourceVersion: '1' } })), 409, 'Conflict', /Precondition failed: ResourceVersion in precondition: 1/);
     expect((await adminRequest(env, 'GET', `${ns}/configmaps/opts`)).status).toBe(200);

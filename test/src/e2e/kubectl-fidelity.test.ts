@@ -146,7 +146,7 @@ describe('kubectl fidelity', () => {
     expect(wrongUid.status).toBe(409);
     expect((wrongUid.json() as { message: string }).message).toContain('Precondition failed: UID in precondition: not-the-uid');
     const bad = await adminRequest(env, 'DELETE', url, options({ propagationPolicy: 'Sideways' }), { 'content-type': PROTOBUF });
-    expect([bad.status, (bad.json() as { message: string }).message]).toEqual([400, expect.stringMatching(/^propagationPolicy "Sideways" is invalid/)]);
+    expect([bad.status, (bad.json() as { message: string }).message]).toEqual([422, expect.stringMatching(/^DeleteOptions\.meta\.svc\.io "" is invalid: propagationPolicy: Unsupported value: "Sideways"/)]);
     const deleted = await adminRequest(env, 'DELETE', url, options({ propagationPolicy: 'Background' }), { 'content-type': PROTOBUF });
     expect(deleted.status).toBe(200);
     expect((await kubectl(['get', 'configmap', 'pb-delete', '-o', 'name'])).code).not.toBe(0);

@@ -64,15 +64,12 @@ describe('DeleteOptions', () => {
     ['orphanDependents true with Orphan', {}, { orphanDependents: true, propagationPolicy: 'Orphan' }, 'Orphan'],
   ])('orphanDependents and propagationPolicy both set (%s) is refused', (_name, query, body, policy) => {
     const err = refusal(query as Query, body);
-    expect(err.code).toBe(400);
-    expect(err.message).toBe(`propagationPolicy: Invalid value: "${policy}": orphanDependents and propagationPolicy cannot both be set`);
+    expect([err.code, err.reason, err.details?.kind, err.details?.group]).toEqual([422, 'Invalid', 'DeleteOptions', 'meta.svc.io']);
+    expect(err.message).toBe(`DeleteOptions.meta.svc.io "" is invalid: propagationPolicy: Invalid value: "${policy}": orphanDependents and deletionPropagation cannot be both set`);
     expect(err.details?.causes).toEqual([expect.objectContaining({ field: 'propagationPolicy', reason: 'FieldValueInvalid' })]);
   });
 
   test.each([
-    ['an unknown policy', { propagationPolicy: ['Sideways'] }, undefined, /^propagationPolicy "Sideways" is invalid: supported values: "Orphan", "Background", "Foreground"$/],
-    ['an empty policy', { propagationPolicy: [''] }, undefined, /^propagationPolicy "" is invalid/],
-    ['an unknown policy in the body', {}, { propagationPolicy: 'background' }, /^propagationPolicy "background" is invalid/],
     ['a policy that is not a string', {}, { propagationPolicy: 1 }, /^DeleteOptions\.propagationPolicy: Invalid value: 1: must be a string$/],
     ['orphanDependents that is not a boolean', {}, { orphanDependents: 'true' }, /^DeleteOptions\.orphanDependents: Invalid value: "true": must be a boolean$/],
     ['a grace period that is not an integer', {}, { gracePeriodSeconds: 'soon' }, /^DeleteOptions\.gracePeriodSeconds: Invalid value: "soon": must be an integer$/],
@@ -80,8 +77,6 @@ describe('DeleteOptions', () => {
     ['a grace period beyond int64 in the body', {}, '{"gracePeriodSeconds": 1e30}', /^DeleteOptions\.gracePeriodSeconds: Invalid value: 1e\+30: must be between/],
     ['a grace period in the query that is not an integer', { gracePeriodSeconds: ['soon'] }, undefined, /^gracePeriodSeconds: Invalid value: "soon": must be an integer$/],
     ['a wrong query grace period under a body one', { gracePeriodSeconds: ['soon'] }, { gracePeriodSeconds: 0 }, /^gracePeriodSeconds: Invalid value: "soon"/],
-    ['an unknown dryRun in the query', { dryRun: ['Sometimes'] }, undefined, /^Invalid dryRun value: "Sometimes"/],
-    ['an unknown dryRun in the body', { dryRun: ['All'] }, { dryRun: ['Sometimes'] }, /^Invalid dryRun value: "Sometimes"/],
     ['dryRun that is not a list', {}, { dryRun: 'All' }, /^DeleteOptions\.dryRun: Invalid value: "All": must be a list of strings$/],
     ['preconditions that are not an object', {}, { preconditions: 'x' }, /^DeleteOptions\.preconditions: /],
     ['a uid that is not a string', {}, { preconditions: { uid: 5 } }, /^DeleteOptions\.preconditions\.uid: /],
@@ -91,6 +86,26 @@ describe('DeleteOptions', () => {
     expect(err.code).toBe(400);
     expect(err.reason).toBe('BadRequest');
     expect(err.message).toMatch(message);
+  });
+});
+
+describe('DeleteOptions the original refuses as invalid', () => {
+  const PREFIX = 'DeleteOptions.meta.svc.io "" is invalid: ';
+  test.each([
+    ['an unknown policy', { propagationPolicy: ['Sideways'] }, undefined, 'propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"'],
+    ['an empty policy', { propagationPolicy: [''] }, undefined, 'propagationPolicy: Unsupported value: "": supported values: "Foreground", "Background", "Orphan", "nil"'],
+    ['an unknown policy in the body', {}, { propagationPolicy: 'background' }, 'propagationPolicy: Unsupported value: "background": supported values: "Foreground", "Background", "Orphan", "nil"'],
+    ['an unknown dryRun in the query', { dryRun: ['Sometimes'] }, undefined, 'dryRun: Unsupported value: []string{"Sometimes"}: supported values: "All"'],
+    ['an unknown dryRun in the body', { dryRun: ['All'] }, { dryRun: ['Sometimes'] }, 'dryRun: Unsupported value: []string{"All", "Sometimes"}: supported values: "All"'],
+    [
+      'every problem at once',
+      { orphanDependents: ['true'], propagationPolicy: ['Sideways'], dryRun: ['x'] },
+      undefined,
+      'propagationPolicy: Invalid value: "Sideways": orphanDependents and deletionPropagation cannot be both set, propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil", dryRun: Unsupported value: []string{"x"}: supported values: "All"',
+    ],
+  ])('%s is 422 Invalid for DeleteOptions', (_name, query, body, message) => {
+    const err = refusal(query as Query, body);
+    expect([err.code, err.reason, err.details?.kind, err.details?.group, err.message]).toEqual([422, 'Invalid', 'DeleteOptions', 'meta.svc.io', `${PREFIX}${message}`]);
   });
 });
 
@@ -116,7 +131,7 @@ describe('DeleteOptions in every body media type', () => {
 
   test('the original checks apply to a protobuf body too', () => {
     const body = Buffer.from(codec.encode({ apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Sideways' }));
-    expect(() => parseDeleteOptions(none, body, { contentType: 'application/vnd.kubernetes.protobuf', protobuf: codec })).toThrow(/^propagationPolicy "Sideways" is invalid/);
+    expect(() => parseDeleteOptions(none, body, { contentType: 'application/vnd.kubernetes.protobuf', protobuf: codec })).toThrow(/^DeleteOptions\.meta\.svc\.io "" is invalid: propagationPolicy: Unsupported value: "Sideways"/);
   });
 
   test.each([

@@ -3,15 +3,16 @@ import { mediaTypeOf, parseJson, parseYaml, PROTOBUF_TYPES, JSON_TYPE, YAML_TYPE
 import { parseBoolParam } from '../query-bool';
 import { INT64_MAX, INT64_MIN, firstValue, int64NumberParam, safeNumber } from '../query-params';
 import type { DeleteOptions } from '../registry/store';
-import { dryRunOf } from './common';
+import { dryRunCauses, notSupported, refuseOptions } from './request-options';
 
 /**
  * DeleteOptions of a delete, a deletecollection or a namespace's deletion,
  * from the query and the body, parsed and checked once. A field set in the
  * body wins over the same query parameter. Wrong types are 400 naming the
- * field, never ignored; then the original's checks of DeleteOptions
- * (`orphanDependents` and `propagationPolicy` not both set, a known
- * `propagationPolicy`, `dryRun` only `All`). The policy reaches the store,
+ * field, never ignored (the original cannot decode them); then the
+ * original's checks of DeleteOptions, all problems in one 422 Invalid for
+ * DeleteOptions (`orphanDependents` and `propagationPolicy` not both set, a
+ * known `propagationPolicy`, `dryRun` only `All`). The policy reaches the store,
  * which leaves the garbage collector's finalizers on the object
  * (registry/propagation.ts).
  *
@@ -24,7 +25,7 @@ import { dryRunOf } from './common';
  * DeleteOptions so); another type is 415.
  */
 
-export const PROPAGATION_POLICIES = ['Orphan', 'Background', 'Foreground'] as const;
+export const PROPAGATION_POLICIES = ['Foreground', 'Background', 'Orphan'] as const;
 
 /** 400 BadRequest with one cause naming the field. */
 function refused(message: string, field: string, reason: string, causeMessage: string): ApiError {
@@ -110,26 +111,28 @@ function bodyOptions(body: Buffer, media: BodyMedia): BodyOptions {
  */
 export function parseDeleteOptions(queryValues: (name: string) => readonly string[], body: Buffer, media: BodyMedia = {}): DeleteOptions {
   // Every value is converted, the query's too where the body overrides it: a wrong one is never passed over.
-  const queryDryRun = dryRunOf([...queryValues('dryRun')]);
+  const queryDryRun = [...queryValues('dryRun')];
   const queryGrace = int64NumberParam(queryValues('gracePeriodSeconds'), 'gracePeriodSeconds');
   const queryOrphan = queryValues('orphanDependents');
   const fromBody = body.length > 0 ? bodyOptions(body, media) : {};
-  const bodyDryRun = fromBody.dryRun !== undefined && dryRunOf(fromBody.dryRun);
 
   const propagationPolicy = fromBody.propagationPolicy ?? firstValue(queryValues('propagationPolicy'));
   const orphanDependents = fromBody.orphanDependents ?? (queryOrphan.length > 0 ? parseBoolParam(queryOrphan) : undefined);
   const gracePeriodSeconds = fromBody.gracePeriodSeconds ?? queryGrace;
-  const dryRun = queryDryRun || bodyDryRun;
+  // Either asking for a dry run makes it one: a delete is never done when a dry run was asked for.
+  const dryRunValues = [...queryDryRun, ...(fromBody.dryRun ?? [])];
 
-  // The original's checks of DeleteOptions.
+  // The original's checks of DeleteOptions, every problem reported at once.
+  const causes: StatusCause[] = [];
   if (orphanDependents !== undefined && propagationPolicy !== undefined) {
-    const text = `Invalid value: ${JSON.stringify(propagationPolicy)}: orphanDependents and propagationPolicy cannot both be set`;
-    throw refused(`propagationPolicy: ${text}`, 'propagationPolicy', 'FieldValueInvalid', text);
+    causes.push({ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: `Invalid value: ${JSON.stringify(propagationPolicy)}: orphanDependents and deletionPropagation cannot be both set` });
   }
   if (propagationPolicy !== undefined && !(PROPAGATION_POLICIES as readonly string[]).includes(propagationPolicy)) {
-    const supported = PROPAGATION_POLICIES.map((p) => JSON.stringify(p)).join(', ');
-    throw refused(`propagationPolicy ${JSON.stringify(propagationPolicy)} is invalid: supported values: ${supported}`, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(propagationPolicy)}: supported values: ${supported}`);
+    causes.push(notSupported('propagationPolicy', JSON.stringify(propagationPolicy), [...PROPAGATION_POLICIES, 'nil']));
   }
+  causes.push(...dryRunCauses(dryRunValues));
+  refuseOptions('DeleteOptions', causes);
+  const dryRun = dryRunValues.length > 0;
 
   const options: DeleteOptions = { dryRun };
   if (fromBody.preconditions !== undefined) options.preconditions = fromBody.preconditions;

@@ -34,20 +34,13 @@ export function listReadOptions(req: Request): ListRequestOptions {
     parseFieldSelector(fieldSelector);
     options.fieldSelector = fieldSelector;
   }
-  if (match !== '' && match !== 'Exact' && match !== 'NotOlderThan') {
-    throw ApiError.badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(match)}: supported values: "Exact", "NotOlderThan"`);
-  }
-  if (match !== '' && rvRaw === undefined) {
-    throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided');
-  }
+  // resourceVersionMatch and its companions were checked with the other ListOptions (request-options.ts).
   if (cont) {
-    if (match !== '') throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
     if (rv !== undefined && rv > 0) throw ApiError.badRequest('specifying resource version is not allowed when using continue');
     options.continueToken = cont;
     return options;
   }
-  if (match === 'Exact') {
-    if (rv === undefined || rv === 0) throw ApiError.badRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"');
+  if (match === 'Exact' && rv !== undefined && rv > 0) {
     options.at = { revision: rv };
   } else if (match === 'NotOlderThan') {
     options.at = rv !== undefined && rv > 0 ? { minRevision: rv } : { any: true };

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { ApiError, type ApiObject } from '@svc/apimachinery';
+import type { ApiObject } from '@svc/apimachinery';
 import { auditRecorderFrom, logFrom, queryValues } from '../context';
 import { parseBoolParam } from '../query-bool';
 import { startWatchRecorder, type WatchRecorder } from '../apiserver-metrics';
@@ -24,13 +24,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   let fieldSelector = query(req, 'fieldSelector') ?? '';
   const sendInitialEvents = parseBoolParam(queryValues(req, 'sendInitialEvents'));
   const bookmarks = parseBoolParam(queryValues(req, 'allowWatchBookmarks'));
-  const match = query(req, 'resourceVersionMatch');
-  if (sendInitialEvents && match !== 'NotOlderThan') {
-    throw ApiError.badRequest('resourceVersionMatch: Invalid value: must be "NotOlderThan" when sendInitialEvents is true');
-  }
-  if (!sendInitialEvents && match !== undefined && match !== '') {
-    throw ApiError.badRequest('resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
-  }
+  // resourceVersionMatch with sendInitialEvents was checked with the other ListOptions (request-options.ts).
   // A watch of one object by its URL (the legacy /watch/ path) selects it by name.
   if (r.info.name && r.info.parts[1] === r.info.name && !fieldSelector.includes('metadata.name')) {
     fieldSelector = fieldSelector ? `${fieldSelector},metadata.name=${r.info.name}` : `metadata.name=${r.info.name}`;
