@@ -235,6 +235,17 @@ describe('pod validation', () => {
     });
   });
 
+  it('a status write reports valid IP addresses', () => {
+    const old = created({ containers: [{ name: 'a', image: 'x' }] });
+    const withStatus = (status: Record<string, unknown>): ApiObject => ({ ...old, status: { ...(old['status'] as object), ...status } });
+    const message = 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)';
+    expect(strategy.validateUpdate?.(withStatus({ podIP: 'not-an-ip', hostIPs: [{ ip: '10.0.0.1' }, { ip: '10.0.0.300' }] }), old)).toEqual([
+      { reason: 'FieldValueInvalid', field: 'status.podIP', message: `Invalid value: "not-an-ip": ${message}` },
+      { reason: 'FieldValueInvalid', field: 'status.hostIPs[1]', message: `Invalid value: "10.0.0.300": ${message}` },
+    ]);
+    expect(strategy.validateUpdate?.(withStatus({ podIP: '10.1.2.3', podIPs: [{ ip: '10.1.2.3' }, { ip: 'fd00::1' }] }), old)).toEqual([]);
+  });
+
   it('allows an image change but not other spec changes on update', () => {
     const old = created({ containers: [{ name: 'a', image: 'x:1' }] });
     const imageOnly = created({ containers: [{ name: 'a', image: 'x:2' }] });

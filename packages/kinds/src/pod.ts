@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { ApiObject, PrinterColumn, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { STANDARD_VERBS, compareQuantities, parseQuantity, type Quantity } from '@svc/apimachinery';
 import {
@@ -495,8 +496,29 @@ function frozenSpec(spec: unknown): unknown {
   return copy;
 }
 
-export function validatePodUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
+const IP_ADDRESS_MESSAGE = 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)';
+
+/** The addresses a status write reports, each a valid IP; only what the write changes is judged. */
+function statusAddressErrors(obj: ApiObject, old: ApiObject): StatusCause[] {
+  const status = asRecord(obj['status']) ?? {};
+  const oldStatus = asRecord(old['status']) ?? {};
   const causes: StatusCause[] = [];
+  for (const single of ['podIP', 'hostIP']) {
+    const ip = status[single];
+    if (typeof ip === 'string' && ip !== '' && ip !== oldStatus[single] && isIP(ip) === 0) causes.push(invalid(`status.${single}`, ip, IP_ADDRESS_MESSAGE));
+  }
+  for (const list of ['podIPs', 'hostIPs']) {
+    if (deepEqual(status[list], oldStatus[list])) continue;
+    asList(status[list]).forEach((item, i) => {
+      const ip = asRecord(item)?.['ip'];
+      if (typeof ip !== 'string' || isIP(ip) === 0) causes.push(invalid(indexPath(`status.${list}`, i), ip ?? '', IP_ADDRESS_MESSAGE));
+    });
+  }
+  return causes;
+}
+
+export function validatePodUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
+  const causes: StatusCause[] = statusAddressErrors(obj, old);
   const spec = asRecord(obj['spec']) ?? {};
   const oldSpec = asRecord(old['spec']) ?? {};
   if (!deepEqual(frozenSpec(spec), frozenSpec(oldSpec))) {

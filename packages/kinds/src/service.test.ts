@@ -58,6 +58,17 @@ describe('Service', () => {
     expect(fields(strategy.validate?.(svc({ ports: [{ port: 1 }] }, '1web')))).toEqual(['metadata.name']);
   });
 
+  it('a status write reports load balancer ingress by valid IP or DNS name', () => {
+    const old = svc({ type: 'LoadBalancer', ports: [{ port: 80 }] });
+    const withIngress = (ingress: unknown[]): ApiObject => ({ ...old, status: { loadBalancer: { ingress } } });
+    expect(strategy.validateUpdate?.(withIngress([{ ip: 'garbage' }, { hostname: '10.0.0.1' }, { hostname: 'Not A Name' }]), old)).toEqual([
+      { reason: 'FieldValueInvalid', field: 'status.loadBalancer.ingress[0].ip', message: 'Invalid value: "garbage": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)' },
+      { reason: 'FieldValueInvalid', field: 'status.loadBalancer.ingress[1].hostname', message: 'Invalid value: "10.0.0.1": must be a DNS name, not an IP address' },
+      expect.objectContaining({ field: 'status.loadBalancer.ingress[2].hostname' }),
+    ]);
+    expect(strategy.validateUpdate?.(withIngress([{ ip: '203.0.113.7' }, { hostname: 'lb.example.com' }]), old)).toEqual([]);
+  });
+
   it('keeps the cluster IP immutable', () => {
     const old = svc({ clusterIP: '10.0.0.10', ports: [{ port: 80 }] });
     expect(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.10', ports: [{ port: 81 }] }), old)).toEqual([]);

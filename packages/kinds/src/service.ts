@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { ApiObject, PrinterColumn, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { STANDARD_VERBS } from '@svc/apimachinery';
 import {
@@ -12,7 +13,7 @@ import {
   portNumberOrNameErrors,
   required,
 } from './field-errors';
-import { asList, asNumber, asRecord, asString, isRecord, setDefault, type Fields } from './object-access';
+import { asList, asNumber, asRecord, asString, deepEqual, isRecord, setDefault, type Fields } from './object-access';
 import { conditionList, objectSchema } from './object-meta';
 import { PROTOCOLS } from './pod';
 import { atomicList, bool, defaulted, int32, intOrString, mapList, oneOf, str, stringMap, struct } from './schema-builders';
@@ -250,7 +251,34 @@ export function normalizeClusterIPs(obj: ApiObject, old?: ApiObject): void {
  * added or released, the primary neither changed nor unset. Errors name
  * `spec.clusterIPs[i]`, as the original's.
  */
+/**
+ * The load balancer a status write reports (the original's
+ * ValidateLoadBalancerStatus): each ingress's ip a valid IP address, its
+ * hostname a DNS name that is not an address. Only a changed status is judged.
+ */
+function loadBalancerStatusErrors(obj: ApiObject, old: ApiObject): StatusCause[] {
+  const balancer = asRecord(asRecord(obj['status'])?.['loadBalancer']);
+  if (!balancer || deepEqual(balancer, asRecord(asRecord(old['status'])?.['loadBalancer']))) return [];
+  return asList(balancer['ingress']).flatMap((item, i) => {
+    const ingress = asRecord(item) ?? {};
+    const at = indexPath('status.loadBalancer.ingress', i);
+    const causes: StatusCause[] = [];
+    const ip = asString(ingress['ip']) ?? '';
+    if (ip !== '' && isIP(ip) === 0) causes.push(invalid(`${at}.ip`, ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    const hostname = asString(ingress['hostname']) ?? '';
+    if (hostname !== '') {
+      causes.push(...dnsSubdomainErrors(`${at}.hostname`, hostname));
+      if (isIP(hostname) !== 0) causes.push(invalid(`${at}.hostname`, hostname, 'must be a DNS name, not an IP address'));
+    }
+    return causes;
+  });
+}
+
 export function validateServiceUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
+  return [...loadBalancerStatusErrors(obj, old), ...clusterIPUpdateErrors(obj, old)];
+}
+
+function clusterIPUpdateErrors(obj: ApiObject, old: ApiObject): StatusCause[] {
   const spec = specOf(obj);
   const oldSpec = specOf(old);
   if (spec['type'] === 'ExternalName' || oldSpec['type'] === 'ExternalName') return [];
