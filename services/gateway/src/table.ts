@@ -1,4 +1,4 @@
-import type { ApiObject, ResourceDefinition } from '@svc/apimachinery';
+import { ApiError, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
 
 /**
  * Server-side tables (`Accept: application/json;as=Table;...`): a name
@@ -22,6 +22,19 @@ export interface Table {
 }
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+const INCLUDE_OBJECT: readonly string[] = ['None', 'Metadata', 'Object'];
+
+/**
+ * The `includeObject` parameter of a Table request: Metadata when absent or
+ * empty; a value the server does not know is 400, as the original refuses
+ * it, never read as the default.
+ */
+export function includeObjectParam(raw: string | undefined): IncludeObject {
+  if (raw === undefined || raw === '') return 'Metadata';
+  if (INCLUDE_OBJECT.includes(raw)) return raw as IncludeObject;
+  throw ApiError.badRequest(`Unable to convert to Table as requested: includeObject: Invalid value: ${JSON.stringify(raw)}: must be 'Metadata', 'Object', 'None', or empty`);
+}
 
 /** Human-readable age as kubectl shows it: 45s, 5m10s, 3h, 12d. */
 export function humanDuration(ms: number): string {

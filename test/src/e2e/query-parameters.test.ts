@@ -83,6 +83,20 @@ describe('query parameters', () => {
     expect(await names(widgets)).toEqual(['blue-one', 'red-one']);
   });
 
+  test('a Table with an includeObject the server does not know is 400 for get, list and watch; a delete ignores write-only parameters', async () => {
+    const TABLE = { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' };
+    const UNKNOWN = `Unable to convert to Table as requested: includeObject: Invalid value: "object": must be 'Metadata', 'Object', 'None', or empty`;
+    for (const path of [`${ns}/configmaps/keep`, `${ns}/configmaps`, `${widgets}?watch=true&timeoutSeconds=1`]) {
+      const res = await adminRequest(env, 'GET', `${path}${path.includes('?') ? '&' : '?'}includeObject=object`, undefined, TABLE);
+      expect(refusal(res)).toMatchObject({ code: 400, reason: 'BadRequest', message: UNKNOWN });
+    }
+    const full = await adminRequest(env, 'GET', `${ns}/configmaps/keep?includeObject=Object`, undefined, TABLE);
+    expect((full.json() as { rows: Array<{ object: { data?: unknown } }> }).rows[0]?.object.data).toBeDefined();
+    const deleted = await adminRequest(env, 'DELETE', `${widgets}/blue-one?dryRun=All&fieldManager=${'m'.repeat(200)}&fieldValidation=Sometimes`);
+    expect(deleted.status).toBe(200);
+    expect(await names(widgets)).toEqual(['blue-one', 'red-one']);
+  });
+
   test('ListOptions that do not fit together are 400 naming the field: sendInitialEvents on a list, or on a watch without NotOlderThan', async () => {
     expect(refusal(await adminRequest(env, 'GET', `${ns}/configmaps?sendInitialEvents=true`))).toMatchObject({ code: 400, reason: 'BadRequest', fields: ['sendInitialEvents'], message: 'sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list' });
     expect(refusal(await adminRequest(env, 'DELETE', `${widgets}?sendInitialEvents=false`))).toMatchObject({ code: 400, fields: ['sendInitialEvents'] });

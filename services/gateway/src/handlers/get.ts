@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { writeBody, writeStored } from '../responses';
-import { toTable, type IncludeObject } from '../table';
+import { includeObjectParam, toTable } from '../table';
 import { getObject } from '../registry/store';
 import { outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
@@ -12,7 +12,7 @@ export async function handleGet(req: Request, res: Response, r: ResourceRequest)
   const stored = await getObject(readContext(req, r), r.info.name, at);
   if (format.kind === 'table') {
     const object = stored.object;
-    const table = toTable(r.def, [object], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
+    const table = toTable(r.def, [object], format.group, format.version, includeObjectParam(query(req, 'includeObject')));
     table.metadata.resourceVersion = object.metadata?.resourceVersion ?? '';
     writeBody(req, res, 200, table, format);
     return;

@@ -5,7 +5,7 @@ import type { ListPage } from '@svc/storage/client';
 import { sharedJsonOf, sharedObjectsOf } from '../registry/storage-interface';
 import type { ProtobufCodec } from '../negotiation';
 import { presentAs, presentedAsStored, pretty, writeBody, writeChunks, writeJsonList } from '../responses';
-import { toTable, type IncludeObject } from '../table';
+import { includeObjectParam, toTable } from '../table';
 import { listObjects } from '../registry/store';
 import { int64Query, outputFormat, protobufFor, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
@@ -62,7 +62,7 @@ export async function handleList(req: Request, res: Response, r: ResourceRequest
   if (page.continueToken) metadata.continue = page.continueToken;
   if (page.remainingItemCount !== undefined && !options.labelSelector && !options.fieldSelector) metadata.remainingItemCount = page.remainingItemCount;
   if (format.kind === 'table') {
-    const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
+    const include = includeObjectParam(query(req, 'includeObject'));
     const table = toTable(r.def, [], format.group, format.version, include);
     table.metadata = metadata;
     const shared = sharedObjectsOf(page);

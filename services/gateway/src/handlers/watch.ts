@@ -6,7 +6,7 @@ import { startWatchRecorder, type WatchRecorder } from '../apiserver-metrics';
 import { watchObjects, type WatchEventType, type WatchPayload } from '../registry/watch';
 import { encodeBody, presentAs, pretty, sendsStoredJson, setWarnings } from '../responses';
 import { parsedRequestInfoFrom } from '../context';
-import { toTable, type IncludeObject } from '../table';
+import { includeObjectParam, toTable, type IncludeObject } from '../table';
 import { int64Query, outputFormat, parseResourceVersion, query, readContext, type ResourceRequest } from './common';
 
 /**
@@ -35,7 +35,7 @@ export async function handleWatch(req: Request, res: Response, r: ResourceReques
   int64Query(req, 'limit');
   const maxSeconds = r.deps.limits.maxWatchSeconds;
   const lifetimeMs = (timeoutSeconds > 0 ? Math.min(timeoutSeconds, maxSeconds) : maxSeconds * (0.5 + Math.random() / 2)) * 1000;
-  const include = (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata';
+  const include: IncludeObject = format.kind === 'table' ? includeObjectParam(query(req, 'includeObject')) : 'Metadata';
 
   let headWritten = false;
   const writeHead = (): void => {

@@ -4,7 +4,7 @@ import { AUTOSCALING_GROUP, SCALE_PRINTER_COLUMNS, SCALE_SCHEMA, UNSET_SPEC_REPL
 import { apply, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { decodeBody, mediaTypeOf, parseJson, parseYaml } from '../../negotiation';
 import { writeBody } from '../../responses';
-import { toTable, type IncludeObject } from '../../table';
+import { includeObjectParam, toTable } from '../../table';
 import { checkTypeMeta, decodeAgainstSchema, getObject, updateObject, type WriteContext } from '../store';
 import type { AdmissionView } from '../write-context';
 import { outputFormat, parseResourceVersion, query, readBody, readContext, writeContext, type ResourceRequest } from '../../handlers/common';
@@ -47,7 +47,7 @@ export async function handleScale(req: Request, res: Response, r: ResourceReques
     if (!view.specReplicasFound) throw ApiError.internal(`the spec replicas field ${JSON.stringify(paths.specReplicasPath)} does not exist`);
     if (format.kind === 'table') {
       const def = { ...scaleKind(r.def), printerColumns: SCALE_PRINTER_COLUMNS };
-      const table = toTable(def, [view.scale], format.group, format.version, (query(req, 'includeObject') as IncludeObject | undefined) ?? 'Metadata');
+      const table = toTable(def, [view.scale], format.group, format.version, includeObjectParam(query(req, 'includeObject')));
       table.metadata.resourceVersion = view.scale.metadata?.resourceVersion ?? '';
       writeBody(req, res, 200, table, format);
       return;
