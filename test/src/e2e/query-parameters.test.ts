@@ -74,6 +74,15 @@ describe('query parameters', () => {
     expect(applied.status).toBe(200);
   });
 
+  test('a duplicate key in a merge or strategic merge patch is refused under Strict and warned of under Warn, as a body\'s is', async () => {
+    const path = `${ns}/configmaps/keep`;
+    const twice = '{"data":{"k":"one"},"data":{"k":"two"}}';
+    const strict = await adminRequest(env, 'PATCH', `${path}?fieldValidation=Strict`, twice, MERGE);
+    expect(refusal(strict)).toMatchObject({ code: 400, reason: 'BadRequest', message: 'strict decoding error: duplicate field "data"' });
+    const warned = await adminRequest(env, 'PATCH', `${path}?fieldValidation=Warn`, twice, { 'content-type': 'application/strategic-merge-patch+json' });
+    expect([warned.status, warned.headers['warning']]).toEqual([200, '299 - "duplicate field \\"data\\""']);
+  });
+
   test('DeleteOptions the original refuses are 422 for DeleteOptions with every problem, on delete and deletecollection; nothing is deleted', async () => {
     const one = await adminRequest(env, 'DELETE', `${ns}/configmaps/keep?orphanDependents=true&propagationPolicy=Sideways&dryRun=x`);
     expect(refusal(one)).toMatchObject({ code: 422, reason: 'Invalid', kind: 'DeleteOptions', fields: ['propagationPolicy', 'propagationPolicy', 'dryRun'] });
