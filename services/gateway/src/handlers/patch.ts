@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { ApiError, checkAgainstSchema, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
+import { ApiError, checkAgainstSchema, duplicateJsonFields, groupVersion, isJsonObject, type ApiObject } from '@svc/apimachinery';
 import { applyUpgradingClientSide, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { checkNesting, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
@@ -44,8 +44,10 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const isApply = type === APPLY_YAML || type === APPLY_JSON;
   // Apply records ownership itself; other patches are tracked as updates.
   const { fieldManager: updateManager, ...applyCtx } = writeContext(req, r);
-  const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager };
   const patch = isApply ? parseYaml(body) : parseJson(body);
+  // A duplicate key of a merge patch is the patched object's: reported (or refused) by fieldValidation as a body's is.
+  const duplicateFields = type === MERGE_PATCH || type === STRATEGIC ? duplicateJsonFields(body.toString('utf8')) : [];
+  const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager, duplicateFields };
   const { fieldManager, force } = isApply ? applyOptions(req) : { fieldManager: '', force: false };
   if (isApply) {
     if (!isJsonObject(patch)) throw ApiError.badRequest('the apply configuration must be an object');
