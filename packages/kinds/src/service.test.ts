@@ -69,6 +69,13 @@ describe('Service', () => {
     expect(strategy.validateUpdate?.(withIngress([{ ip: '203.0.113.7' }, { hostname: 'lb.example.com' }]), old)).toEqual([]);
   });
 
+  it('node ports are in the node port range and not repeated', () => {
+    const ports = (...nodePorts: number[]) => svc({ type: 'NodePort', ports: nodePorts.map((nodePort, i) => ({ port: 80 + i, name: `p${i}`, nodePort })) });
+    expect(strategy.validate?.(ports(1))).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.ports[0].nodePort', message: 'Invalid value: 1: provided port is not in the valid range. The range of valid ports is 30000-32767' }]);
+    expect(fields(strategy.validate?.(ports(30001, 30001)))).toEqual(['spec.ports[1].nodePort']);
+    expect(strategy.validate?.(ports(30000, 32767))).toEqual([]);
+  });
+
   it('keeps the cluster IP immutable', () => {
     const old = svc({ clusterIP: '10.0.0.10', ports: [{ port: 80 }] });
     expect(strategy.validateUpdate?.(svc({ clusterIP: '10.0.0.10', ports: [{ port: 81 }] }), old)).toEqual([]);

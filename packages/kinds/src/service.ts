@@ -125,6 +125,9 @@ export function applyServiceDefaults(obj: ApiObject): void {
   }
 }
 
+/** The original's default --service-node-port-range: node ports a client may ask for. */
+const NODE_PORT_RANGE = { min: 30000, max: 32767 };
+
 function validatePorts(spec: Fields, type: unknown): StatusCause[] {
   const causes: StatusCause[] = [];
   const ports = asList(spec['ports']);
@@ -132,6 +135,7 @@ function validatePorts(spec: Fields, type: unknown): StatusCause[] {
   if (ports.length === 0 && type !== 'ExternalName' && !headless) causes.push(required('spec.ports'));
   const names = new Set<string>();
   const keys = new Set<string>();
+  const nodePorts = new Set<string>();
   ports.forEach((item, i) => {
     const port = asRecord(item) ?? {};
     const p = indexPath('spec.ports', i);
@@ -157,6 +161,12 @@ function validatePorts(spec: Fields, type: unknown): StatusCause[] {
     if (nodePort !== undefined && nodePort !== 0) {
       if (type !== 'NodePort' && type !== 'LoadBalancer') causes.push(forbidden(`${p}.nodePort`, 'may not be used when `type` is \'ClusterIP\''));
       else if (!isPortNumber(nodePort)) causes.push(invalid(`${p}.nodePort`, nodePort, 'must be between 1 and 65535, inclusive'));
+      else if (nodePort < NODE_PORT_RANGE.min || nodePort > NODE_PORT_RANGE.max) {
+        causes.push(invalid(`${p}.nodePort`, nodePort, `provided port is not in the valid range. The range of valid ports is ${NODE_PORT_RANGE.min}-${NODE_PORT_RANGE.max}`));
+      }
+      const nodeKey = `${String(protocol)}/${String(nodePort)}`;
+      if (nodePorts.has(nodeKey)) causes.push(duplicate(`${p}.nodePort`, nodePort));
+      nodePorts.add(nodeKey);
     }
   });
   return causes;
