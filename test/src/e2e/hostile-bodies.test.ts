@@ -103,10 +103,13 @@ describe('hostile object bodies and subresources', () => {
     expect((await adminRequest(env, 'GET', `${ns}/pods/keep`)).status).toBe(200);
   });
 
-  test('a token lifetime beyond 2^32 - 1 seconds is 422; the largest is granted', async () => {
+  test('a token lifetime beyond 2^32 - 1 seconds is 422, the largest is granted; a body naming another account is 422', async () => {
     const token = (expirationSeconds: number) => post(`${ns}/serviceaccounts/keep/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } });
     expectStatus(await token(2 ** 32), 422, 'Invalid', /spec\.expirationSeconds: Invalid value: 4294967296: may not specify a duration larger than 2\^32 seconds/, 'spec.expirationSeconds');
     expect((await token(2 ** 32 - 1)).status).toBe(201);
+    const named = (metadata: Record<string, string>) => post(`${ns}/serviceaccounts/keep/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata, spec: {} });
+    expectStatus(await named({ name: 'other' }), 422, 'Invalid', /^TokenRequest\.authentication\.svc\.io "keep" is invalid: metadata\.name: Invalid value: "other": must match the service account name if specified$/, 'metadata.name');
+    expectStatus(await named({ namespace: 'elsewhere' }), 422, 'Invalid', /metadata\.namespace: Invalid value: "elsewhere": must match the service account namespace if specified/, 'metadata.namespace');
   });
 
   test("a namespace's phase can only be Active while it is not being deleted", async () => {

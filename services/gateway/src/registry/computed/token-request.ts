@@ -61,9 +61,12 @@ export const tokenRequest: ResourceHandler = async (req, res, r) => {
   const name = r.info.name;
   const namespace = r.info.namespace;
   const meta = isJsonObject(object.metadata) ? object.metadata : {};
-  if (typeof meta['name'] === 'string' && meta['name'] !== '' && meta['name'] !== name) throw ApiError.badRequest(`the name of the TokenRequest (${meta['name']}) does not match the service account name (${name})`);
+  // A name or namespace in the body must be the URL's, refused as the original refuses it (422 naming the field).
+  if (typeof meta['name'] === 'string' && meta['name'] !== '' && meta['name'] !== name) {
+    throw invalidTokenRequest(name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(meta['name'])}: must match the service account name if specified` }]);
+  }
   if (typeof meta['namespace'] === 'string' && meta['namespace'] !== '' && meta['namespace'] !== namespace) {
-    throw ApiError.badRequest(`the namespace of the TokenRequest (${meta['namespace']}) does not match the namespace of the request (${namespace})`);
+    throw invalidTokenRequest(name, [{ reason: 'FieldValueInvalid', field: 'metadata.namespace', message: `Invalid value: ${JSON.stringify(meta['namespace'])}: must match the service account namespace if specified` }]);
   }
   const spec = specOf(object);
   const audiences = stringList(spec['audiences'], 'spec.audiences');
