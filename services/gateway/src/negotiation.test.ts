@@ -49,3 +49,23 @@ describe('bounded decoding', () => {
     expectBadRequest(() => checkDecodedSize(many, 10, 'YAML'), /expands to more than/);
   });
 });
+
+describe('YAML with a repeated key', () => {
+  const twice = Buffer.from('data:\n  a: "1"\ndata:\n  b: "2"\n');
+
+  it('is refused unless the caller takes repeated keys', () => {
+    expectBadRequest(() => parseYaml(twice), /^error converting YAML to JSON: duplicated mapping key/);
+  });
+
+  it('keeps the last value when the caller takes repeated keys, telling it of each', () => {
+    const told: string[] = [];
+    expect(parseYaml(twice, (problem) => told.push(problem))).toEqual({ data: { b: '2' } });
+    expect(told).toEqual([expect.stringMatching(/^duplicated mapping key/)]);
+  });
+
+  it('still refuses YAML that is not well-formed, and aliases past the bound, when repeated keys are taken', () => {
+    expectBadRequest(() => parseYaml(Buffer.from('a: [1, 2\n'), () => undefined), /^error converting YAML to JSON/);
+    expectBadRequest(() => parseYaml(Buffer.from('a: 1\na: 2\nb: [1, 2\n'), () => undefined), /^error converting YAML to JSON/);
+    expectBadRequest(() => parseYaml(Buffer.from(`${aliasBomb(8)}dup: 1\ndup: 2\n`), () => undefined), /excessive aliasing/);
+  });
+});

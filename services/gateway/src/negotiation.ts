@@ -224,13 +224,20 @@ export function parseJson(body: Buffer): unknown {
  * (as the original server's YAML decoder refuses excessive aliasing), and
  * then the value is copied so no two places share an object.
  */
-export function parseYaml(body: Buffer): unknown {
-  let value: unknown;
-  try {
-    value = yaml.load(body.toString('utf8'), { schema: yaml.JSON_SCHEMA });
-  } catch (err) {
-    throw ApiError.badRequest(`error converting YAML to JSON: ${(err as Error).message.split('\n')[0] ?? ''}`);
-  }
+export function parseYaml(body: Buffer, onDuplicateKey?: (problem: string) => void): unknown {
+  const text = body.toString('utf8');
+  const load = (lastKeyWins: boolean): unknown => {
+    try {
+      return yaml.load(text, { schema: yaml.JSON_SCHEMA, json: lastKeyWins });
+    } catch (err) {
+      const problem = (err as Error).message.split('\n')[0] ?? '';
+      // A repeated key is refused unless the caller takes it (the last value wins, as in the original's lenient decoding).
+      if (lastKeyWins || !onDuplicateKey || (err as { reason?: string }).reason !== 'duplicated mapping key') throw ApiError.badRequest(`error converting YAML to JSON: ${problem}`);
+      onDuplicateKey(problem);
+      return load(true);
+    }
+  };
+  const value = load(false);
   checkDecodedSize(value, body.length, 'YAML');
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
 }

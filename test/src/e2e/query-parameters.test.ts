@@ -74,13 +74,20 @@ describe('query parameters', () => {
     expect(applied.status).toBe(200);
   });
 
-  test('a duplicate key in a merge or strategic merge patch is refused under Strict and warned of under Warn, as a body\'s is', async () => {
+  test('a duplicate key in a merge, strategic merge or apply patch is refused under Strict, warned of under Warn and taken under Ignore', async () => {
     const path = `${ns}/configmaps/keep`;
     const twice = '{"data":{"k":"one"},"data":{"k":"two"}}';
     const strict = await adminRequest(env, 'PATCH', `${path}?fieldValidation=Strict`, twice, MERGE);
     expect(refusal(strict)).toMatchObject({ code: 400, reason: 'BadRequest', message: 'strict decoding error: duplicate field "data"' });
     const warned = await adminRequest(env, 'PATCH', `${path}?fieldValidation=Warn`, twice, { 'content-type': 'application/strategic-merge-patch+json' });
     expect([warned.status, warned.headers['warning']]).toEqual([200, '299 - "duplicate field \\"data\\""']);
+    const applyTwice = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\ndata:\n  k: one\ndata:\n  k: last\n';
+    const refused = await adminRequest(env, 'PATCH', `${path}?fieldManager=qp&fieldValidation=Strict`, applyTwice, APPLY);
+    expect(refusal(refused)).toMatchObject({ code: 400, message: expect.stringMatching(/^error strict decoding YAML: error converting YAML to JSON: duplicated mapping key/) });
+    const ignored = await adminRequest(env, 'PATCH', `${path}?fieldManager=qp&force=true&fieldValidation=Ignore`, applyTwice, APPLY);
+    expect([ignored.status, ignored.headers['warning'], (ignored.json() as { data: Record<string, string> }).data['k']]).toEqual([200, undefined, 'last']);
+    const warnedApply = await adminRequest(env, 'PATCH', `${path}?fieldManager=qp&force=true`, applyTwice, APPLY);
+    expect([warnedApply.status, warnedApply.headers['warning']]).toEqual([200, expect.stringMatching(/^299 - "duplicated mapping key/)]);
   });
 
   test('DeleteOptions the original refuses are 422 for DeleteOptions with every problem, on delete and deletecollection; nothing is deleted', async () => {

@@ -3,7 +3,7 @@ import { ApiError, checkAgainstSchema, duplicateJsonFields, groupVersion, isJson
 import { applyUpgradingClientSide, jsonPatch, mergePatch, strategicMergePatch } from '@svc/merge';
 import { checkNesting, mediaTypeOf, parseJson, parseYaml } from '../negotiation';
 import { writeBody } from '../responses';
-import { createObject, updateObject, type ComputedWrite } from '../registry/store';
+import { createObject, updateObject, type ComputedWrite, type WriteContext } from '../registry/store';
 import { undecodablePatch } from '../registry/decode-messages';
 import { outputFormat, query, readBody, subresourceWrite, writeContext, writeDefinition, type ResourceRequest } from './common';
 import { parseBoolParam } from '../query-bool';
@@ -30,6 +30,18 @@ export function applyOptions(req: Request): { fieldManager: string; force: boole
   return { fieldManager, force: parseBoolParam(queryValues(req, 'force')) };
 }
 
+/**
+ * An apply configuration's YAML. A repeated key is the fieldValidation's to
+ * judge, as the original's strict decoding does: Strict refuses it (400),
+ * Warn warns of it, Ignore takes the last value.
+ */
+function parseApplyConfiguration(body: Buffer, ctx: Pick<WriteContext, 'fieldValidation' | 'warn'>): unknown {
+  return parseYaml(body, (problem) => {
+    if (ctx.fieldValidation === 'Strict') throw ApiError.badRequest(`error strict decoding YAML: error converting YAML to JSON: ${problem}`);
+    if (ctx.fieldValidation === 'Warn') ctx.warn(problem);
+  });
+}
+
 export async function handlePatch(req: Request, res: Response, r: ResourceRequest): Promise<void> {
   const format = outputFormat(req, r, false);
   const type = mediaTypeOf(req.headers['content-type']);
@@ -44,7 +56,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   const isApply = type === APPLY_YAML || type === APPLY_JSON;
   // Apply records ownership itself; other patches are tracked as updates.
   const { fieldManager: updateManager, ...applyCtx } = writeContext(req, r);
-  const patch = isApply ? parseYaml(body) : parseJson(body);
+  const patch = isApply ? parseApplyConfiguration(body, applyCtx) : parseJson(body);
   // A duplicate key of a merge patch is the patched object's: reported (or refused) by fieldValidation as a body's is.
   const duplicateFields = type === MERGE_PATCH || type === STRATEGIC ? duplicateJsonFields(body.toString('utf8')) : [];
   const ctx = isApply ? applyCtx : { ...applyCtx, fieldManager: updateManager, duplicateFields };
