@@ -30,7 +30,7 @@ describe('ConfigMap', () => {
 
   it('rejects a key present in both data and binaryData', () => {
     const causes = cm.strategy.validate?.(configMap({ data: { a: 'x' }, binaryData: { a: b64('y') } })) ?? [];
-    expect(causes).toEqual([expect.objectContaining({ field: 'binaryData[a]', reason: 'FieldValueInvalid' })]);
+    expect(causes).toEqual([{ field: 'data[a]', reason: 'FieldValueInvalid', message: 'Invalid value: "a": duplicate of key present in binaryData' }]);
   });
 
   it('freezes data once immutable', () => {

@@ -25,11 +25,12 @@ export function validateConfigData(obj: ApiObject, stringField: string, byteFiel
   const causes: StatusCause[] = [];
   const strings = asRecord(obj[stringField]) ?? {};
   const binary = asRecord(obj[byteField]) ?? {};
-  for (const key of Object.keys(strings)) causes.push(...configKeyErrors(keyPath(stringField, key), key));
-  for (const key of Object.keys(binary)) {
-    causes.push(...configKeyErrors(keyPath(byteField, key), key));
-    if (key in strings) causes.push(invalid(keyPath(byteField, key), key, `duplicate of key present in ${stringField}`));
+  // A key in both is reported on the string side, as the original does.
+  for (const key of Object.keys(strings)) {
+    causes.push(...configKeyErrors(keyPath(stringField, key), key));
+    if (key in binary) causes.push(invalid(keyPath(stringField, key), key, `duplicate of key present in ${byteField}`));
   }
+  for (const key of Object.keys(binary)) causes.push(...configKeyErrors(keyPath(byteField, key), key));
   return causes;
 }
 
