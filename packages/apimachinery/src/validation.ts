@@ -11,6 +11,9 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
+const SUBDOMAIN_MESSAGE =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
 export type NameValidator = (name: string, field: string) => StatusCause[];
 
 function invalid(field: string, value: string, message: string): StatusCause {
@@ -20,15 +23,7 @@ function invalid(field: string, value: string, message: string): StatusCause {
 export function validateDns1123Subdomain(name: string, field: string): StatusCause[] {
   const causes: StatusCause[] = [];
   if (name.length > 253) causes.push(invalid(field, name, 'must be no more than 253 characters'));
-  if (!DNS1123_SUBDOMAIN.test(name)) {
-    causes.push(
-      invalid(
-        field,
-        name,
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-      ),
-    );
-  }
+  if (!DNS1123_SUBDOMAIN.test(name)) causes.push(invalid(field, name, SUBDOMAIN_MESSAGE));
   return causes;
 }
 
@@ -47,16 +42,18 @@ export function validateDns1123Label(name: string, field: string): StatusCause[]
   return causes;
 }
 
-/** Any name usable as one URL path segment (roles, bindings). */
+/** Any name usable as one URL path segment (roles, bindings): every character it may not contain is named. */
 export function validatePathSegmentName(name: string, field: string): StatusCause[] {
   if (name === '.' || name === '..') return [invalid(field, name, `may not be '${name}'`)];
-  for (const bad of ['/', '%']) {
-    if (name.includes(bad)) return [invalid(field, name, `may not contain '${bad}'`)];
-  }
-  return [];
+  return ['/', '%'].filter((bad) => name.includes(bad)).map((bad) => invalid(field, name, `may not contain '${bad}'`));
 }
 
-/** Label and annotation keys: an optional DNS-subdomain prefix, a slash, a name of up to 63 characters. */
+const QUALIFIED_NAME_MESSAGE =
+  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MESSAGE =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/** Label and annotation keys: an optional DNS-subdomain prefix, a slash, a name of up to 63 characters (the original's messages, each problem named). */
 export function validateQualifiedName(key: string, field: string): StatusCause[] {
   const parts = key.split('/');
   let name = key;
@@ -65,31 +62,24 @@ export function validateQualifiedName(key: string, field: string): StatusCause[]
     const prefix = parts[0] ?? '';
     name = parts[1] ?? '';
     if (prefix.length === 0) causes.push(invalid(field, key, 'prefix part must be non-empty'));
-    else if (prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix)) {
-      causes.push(invalid(field, key, 'prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \'-\' or \'.\''));
+    else {
+      if (prefix.length > 253) causes.push(invalid(field, key, 'prefix part must be no more than 253 characters'));
+      if (!DNS1123_SUBDOMAIN.test(prefix)) causes.push(invalid(field, key, `prefix part ${SUBDOMAIN_MESSAGE}`));
     }
   } else if (parts.length > 2) {
-    causes.push(
-      invalid(field, key, "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character with an optional DNS subdomain prefix and '/'"),
-    );
-    return causes;
+    return [invalid(field, key, `a qualified name ${QUALIFIED_NAME_MESSAGE} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`)];
   }
   if (name.length === 0) causes.push(invalid(field, key, 'name part must be non-empty'));
   else if (name.length > 63) causes.push(invalid(field, key, 'name part must be no more than 63 characters'));
-  else if (!QUALIFIED_NAME.test(name)) {
-    causes.push(
-      invalid(field, key, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
-    );
-  }
+  if (!QUALIFIED_NAME.test(name)) causes.push(invalid(field, key, `name part ${QUALIFIED_NAME_MESSAGE}`));
   return causes;
 }
 
 export function validateLabelValue(value: string, field: string): StatusCause[] {
-  if (value.length > 63) return [invalid(field, value, 'must be no more than 63 characters')];
-  if (!LABEL_VALUE.test(value)) {
-    return [invalid(field, value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character")];
-  }
-  return [];
+  const causes: StatusCause[] = [];
+  if (value.length > 63) causes.push(invalid(field, value, 'must be no more than 63 characters'));
+  if (!LABEL_VALUE.test(value)) causes.push(invalid(field, value, LABEL_VALUE_MESSAGE));
+  return causes;
 }
 
 export function validateLabels(labels: unknown, field: string): StatusCause[] {
