@@ -82,6 +82,12 @@ describe('hostile object bodies and subresources', () => {
     expect(patched.json()).toMatchObject({ metadata: { generation: 3 } });
   });
 
+  test('only a DELETE marks an object for deletion: an update setting deletionTimestamp or deletionGracePeriodSeconds is 422', async () => {
+    const marked = await adminRequest(env, 'PATCH', `${ns}/configmaps/keep`, JSON.stringify({ metadata: { deletionTimestamp: '2030-01-01T00:00:00Z' } }), MERGE);
+    expectStatus(marked, 422, 'Invalid', /metadata\.deletionTimestamp: Invalid value: "2030-01-01T00:00:00Z": field is immutable/, 'metadata.deletionTimestamp');
+    expectStatus(await adminRequest(env, 'PATCH', `${ns}/configmaps/keep`, JSON.stringify({ metadata: { deletionGracePeriodSeconds: 5 } }), MERGE), 422, 'Invalid', /metadata\.deletionGracePeriodSeconds: Invalid value: 5: field is immutable/);
+  });
+
   test('pod resources and env references are validated as the original does', async () => {
     const pod = (container: Record<string, unknown>) => ({ metadata: { name: 'invalid' }, spec: { containers: [{ name: 'c', image: 'busybox', ...container }] } });
     expectStatus(
