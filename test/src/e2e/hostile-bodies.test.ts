@@ -75,6 +75,12 @@ describe('hostile object bodies and subresources', () => {
     expectStatus(await adminRequest(env, 'PATCH', `${ns}/configmaps/keep`, JSON.stringify({ metadata: { annotations } }), MERGE), 422, 'Invalid', /metadata\.annotations: Too long/);
   });
 
+  test('garbage managedFields are not kept, and a write owning no field stores no managedFields (not an empty list)', async () => {
+    const created = await post(`${ns}/configmaps`, { metadata: { name: 'unowned', managedFields: [{ manager: 'm', operation: 'Bogus', fieldsType: 'FieldsV9' }] } });
+    expect(created.status).toBe(201);
+    expect(created.json()['metadata']).not.toHaveProperty('managedFields');
+  });
+
   test('a negative generation is 422; an update cannot change the generation', async () => {
     expectStatus(await post(`${ns}/configmaps`, { metadata: { name: 'negative', generation: -1 } }), 422, 'Invalid', /metadata\.generation: Invalid value: -1: must be greater than or equal to 0/, 'metadata.generation');
     const patched = await adminRequest(env, 'PATCH', `${ns}/configmaps/keep`, JSON.stringify({ metadata: { generation: -5 } }), MERGE);
