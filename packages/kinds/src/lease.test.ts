@@ -1,6 +1,7 @@
-import type { ApiObject } from '@svc/apimachinery';
+import { checkAgainstSchema, type ApiObject } from '@svc/apimachinery';
 import { endpointsDefinition } from './endpoints';
 import { eventDefinition } from './event';
+import { eventsV1Definition } from './events-v1';
 import { leaseDefinition } from './lease';
 import { serviceAccountDefinition } from './service-account';
 
@@ -8,6 +9,23 @@ const lease = leaseDefinition();
 const event = eventDefinition();
 const endpoints = endpointsDefinition();
 const sa = serviceAccountDefinition();
+
+describe('Event times', () => {
+  it('writes eventTime and series.lastObservedTime as MicroTimes and the rest as Times, in both versions', () => {
+    const core = { metadata: { name: 'e' }, eventTime: '2024-05-01T10:00:00.5Z', series: { count: 2, lastObservedTime: '2024-05-01T10:00:01+00:00' }, firstTimestamp: '2024-05-01T10:00:00.858899+00:00' };
+    expect(checkAgainstSchema(core, event.schema, { formats: true }).pruned).toMatchObject({
+      eventTime: '2024-05-01T10:00:00.500000Z',
+      series: { lastObservedTime: '2024-05-01T10:00:01.000000Z' },
+      firstTimestamp: '2024-05-01T10:00:00Z',
+    });
+    const v1 = { metadata: { name: 'e' }, eventTime: '2024-05-01T10:00:00.5Z', series: { count: 2, lastObservedTime: '2024-05-01T10:00:01+00:00' }, deprecatedFirstTimestamp: '2024-05-01T10:00:00.858899+00:00' };
+    expect(checkAgainstSchema(v1, eventsV1Definition().schema, { formats: true }).pruned).toMatchObject({
+      eventTime: '2024-05-01T10:00:00.500000Z',
+      series: { lastObservedTime: '2024-05-01T10:00:01.000000Z' },
+      deprecatedFirstTimestamp: '2024-05-01T10:00:00Z',
+    });
+  });
+});
 
 describe('Lease', () => {
   it('lives in coordination.svc.io/v1 and shows its holder', () => {
@@ -21,6 +39,13 @@ describe('Lease', () => {
       spec: { holderIdentity: 'pod-1', leaseDurationSeconds: 15, acquireTime: '2024-05-01T10:00:00.123456Z', renewTime: '2024-05-01T10:00:10.000000Z', leaseTransitions: 2 },
     };
     expect(lease.strategy.validate?.(obj)).toEqual([]);
+  });
+
+  it('writes its MicroTimes with six fraction digits in UTC, as the original does', () => {
+    // Date#toISOString's milliseconds and Python's isoformat() offset, which Go's MicroTime parser refuses as they are.
+    const spec = { holderIdentity: 'pod-1', acquireTime: '2024-05-01T10:00:00.123Z', renewTime: '2024-05-01T12:00:10.632849+02:00' };
+    const decoded = checkAgainstSchema({ metadata: { name: 'l' }, spec }, lease.schema, { formats: true }).pruned as ApiObject;
+    expect(decoded['spec']).toEqual({ holderIdentity: 'pod-1', acquireTime: '2024-05-01T10:00:00.123000Z', renewTime: '2024-05-01T10:00:10.632849Z' });
   });
 
   it('rejects mistyped and out-of-range fields', () => {

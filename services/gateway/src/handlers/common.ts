@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { ApiError, groupVersion, type ApiObject, type ResourceDefinition } from '@svc/apimachinery';
 import { prepareSubresourceUpdate } from '@svc/kinds';
 import type { GatewayDeps } from '../backends';
-import { addAuditAnnotation, addWarning, auditRecorderFrom, authorizationFrom, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
+import { addAuditAnnotation, addWarning, auditRecorderFrom, authorizationFrom, deadlineFrom, queryValues, requestIdFrom, requestInfoFrom, userFrom } from '../context';
 import { authorizeAsCreate } from '../filters/authorization';
 import { negotiateOutput, type OutputFormat, type ProtobufCodec } from '../negotiation';
 import type { RequestInfo } from '../request-info';
@@ -58,11 +58,10 @@ export function dryRunOf(values: string[]): boolean {
   return values.length > 0;
 }
 
+/** The fieldValidation of a write (Warn by default): the router refused any other value for the writes that read it (request-options.ts). */
 export function parseFieldValidation(req: Request): FieldValidation {
   const v = query(req, 'fieldValidation');
-  if (v === undefined || v === '') return 'Warn';
-  if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v;
-  throw ApiError.badRequest(`fieldValidation ${JSON.stringify(v)} is invalid: valid values are "Ignore", "Warn" and "Strict"`);
+  return v === 'Ignore' || v === 'Strict' ? v : 'Warn';
 }
 
 /** A resourceVersion query parameter as a revision; undefined when unset or empty, 400 naming it when invalid or beyond int64. */
@@ -71,7 +70,7 @@ export function parseResourceVersion(raw: string | undefined): number | undefine
 }
 
 export function readContext(req: Request, r: ResourceRequest): ReadContext {
-  return { deps: r.deps, def: r.def, namespace: r.info.namespace, requestId: requestIdFrom(req) };
+  return { deps: r.deps, def: r.def, namespace: r.info.namespace, requestId: requestIdFrom(req), deadline: deadlineFrom(req)?.deadline };
 }
 
 export function writeContext(req: Request, r: ResourceRequest): WriteContext {
@@ -80,6 +79,7 @@ export function writeContext(req: Request, r: ResourceRequest): WriteContext {
     def: r.def,
     user: userFrom(req),
     requestId: requestIdFrom(req),
+    deadline: deadlineFrom(req)?.deadline,
     namespace: r.info.namespace,
     subresource: r.info.subresource,
     dryRun: parseDryRun(req),
@@ -96,11 +96,9 @@ export function writeContext(req: Request, r: ResourceRequest): WriteContext {
  * User-Agent (the part before the first `/`), as the original server does.
  */
 export function fieldManagerOf(req: Request): string {
+  // Checked by the router for the writes that take one (request-options.ts); a delete ignores it, as the original does.
   const explicit = query(req, 'fieldManager');
-  if (explicit !== undefined && explicit !== '') {
-    if (explicit.length > 128) throw ApiError.badRequest(`fieldManager: Invalid value: "${explicit.slice(0, 32)}...": must be no more than 128 characters`);
-    return explicit;
-  }
+  if (explicit !== undefined && explicit !== '') return explicit;
   const agent = (req.headers['user-agent'] ?? '').split('/')[0]?.trim().slice(0, 128) ?? '';
   return agent === '' ? 'unknown' : agent;
 }

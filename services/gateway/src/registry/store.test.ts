@@ -210,7 +210,28 @@ describe('createObject', () => {
     const s = setup(configMaps);
     const err = await failure(createObject(s.ctx, cm('cm', {}, { finalizers: ['not a name'] })));
     expect(err.code).toBe(422);
-    expect(err.details?.causes?.map((c) => c.field)).toEqual(['metadata.finalizers[0]']);
+    expect(err.details?.causes?.map((c) => c.field)).toEqual(['metadata.finalizers']);
+  });
+
+  test('orphan and foregroundDeletion together are 422', async () => {
+    const s = setup(configMaps);
+    const err = await failure(createObject(s.ctx, cm('cm', {}, { finalizers: ['orphan', 'foregroundDeletion'] })));
+    expect(err.details?.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: 'Invalid value: ["orphan","foregroundDeletion"]: finalizer orphan and foregroundDeletion cannot be both set' }]);
+    expect(s.storage.calls).toEqual([]);
+  });
+
+  test('a negative generation is 422; a null finalizer is a Required-value refusal, not a crash', async () => {
+    const s = setup(configMaps);
+    const negative = await failure(createObject(s.ctx, cm('cm', {}, { generation: -1 })));
+    expect([negative.code, negative.message]).toEqual([422, 'ConfigMap "cm" is invalid: metadata.generation: Invalid value: -1: must be greater than or equal to 0']);
+    const nullFinalizer = await failure(createObject(s.ctx, cm('cm', {}, { finalizers: [null] })));
+    expect([nullFinalizer.code, nullFinalizer.details?.causes?.map((c) => c.message?.replace(/ \(e\.g\..*$/, ''))]).toEqual([
+      422,
+      ['Invalid value: "": name part must be non-empty', "Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"],
+    ]);
+    const nullOwner = await failure(createObject(s.ctx, cm('cm', {}, { ownerReferences: [null] })));
+    expect([nullOwner.code, nullOwner.details?.causes?.map((c) => c.field)]).toEqual([422, ['metadata.ownerReferences.apiVersion', 'metadata.ownerReferences.kind', 'metadata.ownerReferences.name', 'metadata.ownerReferences.uid']]);
+    expect(s.storage.calls).toEqual([]);
   });
 
   test('owner references without uid, kind or name, or with an apiVersion that does not parse, are 422 naming the field', async () => {
@@ -528,10 +549,36 @@ describe('updateObject', () => {
     expect(ops(strict)).toEqual(['get']);
   });
 
-  test('uid and creationTimestamp are carried; deletionTimestamp and deletionGracePeriodSeconds cannot be set', async () => {
+  test('uid and creationTimestamp are carried; deletionTimestamp and deletionGracePeriodSeconds cannot be set (422, as the original)', async () => {
     const s = await seeded();
-    const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { uid: undefined, creationTimestamp: '2000-01-01T00:00:00Z', deletionTimestamp: '2000-01-01T00:00:00Z', deletionGracePeriodSeconds: 3 }));
+    const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { uid: undefined, creationTimestamp: '2000-01-01T00:00:00Z' }));
     expect(out.result.object.metadata).toEqual({ name: 'cm', namespace: 'team', uid: s.stored.metadata?.uid, creationTimestamp: CREATED, resourceVersion: '102' });
+    const marked = await failure(updateObject(s.ctx, 'cm', cm('cm', { a: '3' }, { deletionTimestamp: '2000-01-01T00:00:00Z', deletionGracePeriodSeconds: 3 })));
+    expect([marked.code, marked.details?.causes]).toEqual([
+      422,
+      [
+        { reason: 'FieldValueInvalid', field: 'metadata.deletionTimestamp', message: 'Invalid value: "2000-01-01T00:00:00Z": field is immutable' },
+        { reason: 'FieldValueInvalid', field: 'metadata.deletionGracePeriodSeconds', message: 'Invalid value: 3: field is immutable' },
+      ],
+    ]);
+  });
+
+  test('a client cannot change the generation: the stored one is kept (none for a kind without one)', async () => {
+    const s = await seeded();
+    const out = await updateObject(s.ctx, 'cm', cm('cm', { a: '2' }, { generation: -5 }));
+    expect(out.result.object.metadata?.generation).toBeUndefined();
+    const generated = setup(configMaps);
+    await seed(generated, cm('g', { a: '1' }, { generation: 7 }));
+    const kept = await updateObject(generated.ctx, 'g', cm('g', { a: '2' }, { generation: 1 }));
+    expect(kept.result.object.metadata?.generation).toBe(7);
+  });
+
+  test('a write whose manager owns no field stores no managedFields at all (not an empty list)', async () => {
+    const s = setup(configMaps, { fieldManager: 'robot' });
+    const created = await createObject(s.ctx, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bare', managedFields: [] } });
+    expect(created.object.metadata).not.toHaveProperty('managedFields');
+    const withData = await createObject(s.ctx, cm('full'));
+    expect(withData.object.metadata?.managedFields?.map((e) => e.manager)).toEqual(['robot']);
   });
 
   test('a generated object keeps its generateName when the body leaves it out', async () => {

@@ -25,6 +25,7 @@ import type { GatewayDeps } from '../backends';
 import { DEFAULT_WEBHOOK_CONVERTER_OPTIONS, type WebhookConverterOptions } from '../conversion/converter';
 import { storageFor } from '../conversion/versioned-storage';
 import type { ObjectStorage } from './storage-interface';
+import { callOptionsWithin } from '../request-timeout';
 import type { WriteContext } from './write-context';
 import { jsonUnmarshalMessage } from './decode-messages';
 import { validateOwnerReferences } from './owner-references';
@@ -61,7 +62,10 @@ function recordManagedFields(ctx: WriteContext, obj: ApiObject, old: ApiObject |
   } catch (err) {
     throw ApiError.from(err);
   }
-  return { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields: tracked.managedFields as NonNullable<ApiObject['metadata']>['managedFields'] } };
+  const { managedFields: _sent, ...meta } = obj.metadata ?? {};
+  // No entries is no field, as the original writes it (never `managedFields: []`).
+  if (tracked.managedFields.length === 0) return { ...obj, metadata: meta };
+  return { ...obj, metadata: { ...meta, managedFields: tracked.managedFields as NonNullable<ApiObject['metadata']>['managedFields'] } };
 }
 
 /**
@@ -83,10 +87,11 @@ export function keyOf(def: ResourceDefinition, namespace: string, name: string):
 }
 
 /** What a read needs: the kind, the request's namespace, and the request it belongs to. */
-export type ReadContext = Pick<WriteContext, 'deps' | 'def' | 'namespace' | 'requestId'>;
+export type ReadContext = Pick<WriteContext, 'deps' | 'def' | 'namespace' | 'requestId' | 'deadline'>;
 
+/** Options of one storage call: bounded by the backend timeout and by what is left of the request's deadline (taken per call). */
 function callOptionsOf(ctx: ReadContext) {
-  return { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.backendTimeoutMs };
+  return callOptionsWithin(ctx, ctx.deps.limits.backendTimeoutMs);
 }
 
 /** One object, the latest or one not older than `at`, as the served version reads it (404 when missing). */
@@ -227,18 +232,39 @@ function validateMeta(def: ResourceDefinition, obj: ApiObject): StatusCause[] {
   }
   causes.push(...validateLabels(meta.labels, 'metadata.labels'));
   causes.push(...validateAnnotations(meta.annotations, 'metadata.annotations'));
-  (meta.finalizers ?? []).forEach((f, i) => causes.push(...validateQualifiedName(f, `metadata.finalizers[${i}]`)));
+  causes.push(...validateFinalizers(meta.finalizers ?? []));
+  if (typeof meta.generation === 'number' && meta.generation < 0) {
+    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.generation', message: `Invalid value: ${meta.generation}: must be greater than or equal to 0` });
+  }
   causes.push(...validateOwnerReferences(meta));
+  return causes;
+}
+
+/** Finalizers are qualified names (the field is the list's, as the original names it), and orphan excludes foregroundDeletion. */
+function validateFinalizers(finalizers: string[]): StatusCause[] {
+  const causes = finalizers.flatMap((f) => validateQualifiedName(f, 'metadata.finalizers'));
+  if (finalizers.includes('orphan') && finalizers.includes('foregroundDeletion')) {
+    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: `Invalid value: ${JSON.stringify(finalizers)}: finalizer orphan and foregroundDeletion cannot be both set` });
+  }
   return causes;
 }
 
 /** What an update may not do to metadata whatever the kind (the original server's object-meta update rules). */
 function validateMetaUpdate(obj: ApiObject, old: ApiObject): StatusCause[] {
-  if (!old.metadata?.deletionTimestamp) return [];
-  const before = new Set(old.metadata.finalizers ?? []);
-  const added = (obj.metadata?.finalizers ?? []).filter((f) => !before.has(f));
-  if (added.length === 0) return [];
-  return [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }];
+  const meta = obj.metadata ?? {};
+  const oldMeta = old.metadata ?? {};
+  const causes: StatusCause[] = [];
+  const immutable = (field: string, value: unknown): StatusCause => ({ reason: 'FieldValueInvalid', field: `metadata.${field}`, message: `Invalid value: ${JSON.stringify(value ?? null)}: field is immutable` });
+  // Only a DELETE marks an object for deletion.
+  if (!oldMeta.deletionTimestamp && meta.deletionTimestamp) causes.push(immutable('deletionTimestamp', meta.deletionTimestamp));
+  if (meta.deletionGracePeriodSeconds !== oldMeta.deletionGracePeriodSeconds) causes.push(immutable('deletionGracePeriodSeconds', meta.deletionGracePeriodSeconds));
+  if (!oldMeta.deletionTimestamp) return causes;
+  const before = new Set(oldMeta.finalizers ?? []);
+  const added = (meta.finalizers ?? []).filter((f) => !before.has(f));
+  if (added.length > 0) {
+    causes.push({ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` });
+  }
+  return causes;
 }
 
 function throwIfInvalid(def: ResourceDefinition, obj: ApiObject, causes: StatusCause[]): void {
@@ -333,10 +359,10 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     ...(old ? { oldObject: shown(old) } : {}),
   };
   // Admission may call webhooks: its deadline is its own.
-  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
+  const opts = () => callOptionsWithin(ctx, ctx.deps.limits.admissionTimeoutMs);
   // The caller validated `obj`; when mutation leaves it unchanged, admission
   // validates in the same call.
-  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: shown(obj) } : {}) }, opts);
+  const mutated = await ctx.deps.admission.admit({ ...base, phase: 'mutating-then-validating', ...(obj ? { object: shown(obj) } : {}) }, opts());
   for (const w of mutated.warnings) ctx.warn(w);
   annotateAudit(ctx, mutated.auditAnnotations);
   const guard = writeGuardOf(ctx.def);
@@ -345,7 +371,7 @@ async function admit(ctx: WriteContext, operation: 'CREATE' | 'UPDATE' | 'DELETE
     return obj;
   }
   const final = mutated.object && obj && prepare ? admittedObject(ctx, name, view ? (v) => view.onto(v, obj) : (v) => v, mutated.object, mutated.mutatedBy, prepare, operation === 'UPDATE') : obj;
-  const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: shown(final) } : {}) }, opts);
+  const validated = await ctx.deps.admission.admit({ ...base, phase: 'validating', ...(final ? { object: shown(final) } : {}) }, opts());
   for (const w of validated.warnings) ctx.warn(w);
   annotateAudit(ctx, validated.auditAnnotations);
   if (final && operation !== 'DELETE') await guard?.(ctx, name, final);
@@ -409,11 +435,10 @@ export async function createObject(ctx: WriteContext, input: ApiObject, urlName?
   prepare(obj);
   const admitted = recordManagedFields(ctx, (await admit(ctx, 'CREATE', meta.name ?? '', obj, undefined, { prepare })) as ApiObject, undefined);
   const key = keyOf(def, ctx.namespace, admitted.metadata?.name ?? '');
-  const opts = { ...callOptionsOf(ctx), dryRun: ctx.dryRun };
   // A generated name that collides is retried with a new suffix.
   for (let attempt = 0; ; attempt++) {
     try {
-      return await resourceStorage(ctx.deps, def).create(key, admitted, opts);
+      return await resourceStorage(ctx.deps, def).create(key, admitted, { ...callOptionsOf(ctx), dryRun: ctx.dryRun });
     } catch (err) {
       if (!(generated && err instanceof ApiError && err.reason === 'AlreadyExists' && attempt < 7)) throw err;
       const name = generateNameFrom(meta.generateName as string);
@@ -442,10 +467,13 @@ function carryImmutableMeta(obj: ApiObject, old: ApiObject): void {
   const oldMeta = old.metadata ?? {};
   meta.uid = oldMeta.uid;
   meta.creationTimestamp = oldMeta.creationTimestamp;
+  // A client cannot change the generation (a kind that counts spec changes moves it in prepareForUpdate).
+  if (oldMeta.generation !== undefined) meta.generation = oldMeta.generation;
+  else delete meta.generation;
+  // An update never removes or moves a deletionTimestamp, nor drops a grace period; one a client
+  // sets or changes otherwise is refused by validateMetaUpdate, as the original refuses it.
   if (oldMeta.deletionTimestamp) meta.deletionTimestamp = oldMeta.deletionTimestamp;
-  else delete meta.deletionTimestamp;
-  if (oldMeta.deletionGracePeriodSeconds !== undefined) meta.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
-  else delete meta.deletionGracePeriodSeconds;
+  if (oldMeta.deletionGracePeriodSeconds !== undefined && meta.deletionGracePeriodSeconds === undefined) meta.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
   if (oldMeta.generateName !== undefined && meta.generateName === undefined) meta.generateName = oldMeta.generateName;
   obj.metadata = meta;
 }
@@ -493,11 +521,10 @@ export async function updateObject(request: WriteContext, name: string, input: A
   const ctx = warningOnce(request);
   const { def } = ctx;
   const key = keyOf(def, ctx.namespace, name);
-  const callOpts = callOptionsOf(ctx);
   for (let attempt = 0; ; attempt++) {
     let current: StoredResult | undefined;
     try {
-      current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
+      current = await resourceStorage(ctx.deps, def).get(key, {}, callOptionsOf(ctx));
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
@@ -549,11 +576,11 @@ export async function updateObject(request: WriteContext, name: string, input: A
     const ownership = tracked.metadata?.managedFields !== undefined;
     if (!current.stale && withoutVolatile(tracked, ownership) === withoutVolatile(current.object, ownership)) return { result: current, created: false };
     try {
-      const result = await resourceStorage(ctx.deps, def).update(key, tracked, { revision: expected }, { ...callOpts, dryRun: ctx.dryRun });
+      const result = await resourceStorage(ctx.deps, def).update(key, tracked, { revision: expected }, { ...callOptionsOf(ctx), dryRun: ctx.dryRun });
       // Removing the last finalizer of a terminating object removes the object.
       // A gracefully terminating object (a grace period above 0) waits for its period instead.
       if (result.object.metadata?.deletionTimestamp && !result.object.metadata.deletionGracePeriodSeconds && !holdsDeletion(def, result.object) && !ctx.dryRun) {
-        const removed = await resourceStorage(ctx.deps, def).delete(key, { revision: result.revision }, callOpts);
+        const removed = await resourceStorage(ctx.deps, def).delete(key, { revision: result.revision }, callOptionsOf(ctx));
         return { result: removed, created: false };
       }
       return { result, created: false };
@@ -650,8 +677,7 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
   const { def } = ctx;
   const pre = options.preconditions ?? {};
   const key = keyOf(def, ctx.namespace, name);
-  const callOpts = callOptionsOf(ctx);
-  let current = await resourceStorage(ctx.deps, def).get(key, {}, callOpts);
+  let current = await resourceStorage(ctx.deps, def).get(key, {}, callOptionsOf(ctx));
   if (pre.uid && pre.uid !== current.object.metadata?.uid) {
     throw ApiError.conflict(gr(def), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.object.metadata?.uid ?? ''}`);
   }
@@ -667,7 +693,7 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
   const withFinalizers = withPropagationFinalizers(current.object, options);
   if (withFinalizers !== current.object) {
     current = withFinalizers.metadata?.deletionTimestamp
-      ? await resourceStorage(ctx.deps, def).update(key, withFinalizers, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun })
+      ? await resourceStorage(ctx.deps, def).update(key, withFinalizers, { revision: current.revision }, { ...callOptionsOf(ctx), dryRun: ctx.dryRun })
       : { ...current, object: withFinalizers };
   }
   const grace = gracefulDeletion(def, current.object, options.gracePeriodSeconds, ctx.now ?? new Date());
@@ -679,10 +705,10 @@ async function deleteOnce(ctx: WriteContext, name: string, options: DeleteOption
       metadata: { ...(current.object.metadata ?? {}), ...(grace ?? { deletionTimestamp: rfc3339(ctx.now ?? new Date()), deletionGracePeriodSeconds: 0 }) },
     };
     def.strategy.prepareForDeletion?.(marked);
-    const res = await resourceStorage(ctx.deps, def).update(key, marked, { revision: current.revision }, { ...callOpts, dryRun: ctx.dryRun });
+    const res = await resourceStorage(ctx.deps, def).update(key, marked, { revision: current.revision }, { ...callOptionsOf(ctx), dryRun: ctx.dryRun });
     return { object: res.object, removed: false };
   }
-  const res = await resourceStorage(ctx.deps, def).delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOpts, dryRun: ctx.dryRun });
+  const res = await resourceStorage(ctx.deps, def).delete(key, { revision: current.revision, uid: current.object.metadata?.uid ?? '' }, { ...callOptionsOf(ctx), dryRun: ctx.dryRun });
   return { object: res.object, removed: true };
 }
 

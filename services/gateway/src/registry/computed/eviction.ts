@@ -3,6 +3,7 @@ import { EVICTION_SCHEMA, POLICY_GROUP } from '@svc/kinds';
 import { parseDeleteOptions } from '../../handlers/delete-options';
 import { parseDryRun, readContext, writeContext, writeDefinition, type ResourceHandler, type ResourceRequest } from '../../handlers/common';
 import { annotateAudit, deleteObject, getObject, listObjects, updateObject, type DeleteOptions, type WriteContext } from '../store';
+import { callOptionsWithin } from '../../request-timeout';
 import { readReview, respond } from './review-io';
 
 /**
@@ -76,7 +77,7 @@ function deleteOptionsOf(eviction: ApiObject, queryDryRun: boolean): DeleteOptio
 async function useBudget(ctx: WriteContext, r: ResourceRequest, pod: ApiObject, options: DeleteOptions): Promise<DeleteOptions> {
   const pdbDef = budgetsDefinition(r);
   const namespace = r.info.namespace;
-  const page = await listObjects({ deps: r.deps, def: pdbDef, namespace, requestId: ctx.requestId }, { limit: 0 });
+  const page = await listObjects({ deps: r.deps, def: pdbDef, namespace, requestId: ctx.requestId, deadline: ctx.deadline }, { limit: 0 });
   const budgets = page.items.filter((b) => labelSelectorFromObject(record(b['spec'])['selector'] as LabelSelectorObject | undefined).matches(pod.metadata?.labels));
   if (budgets.length === 0) return options;
   if (budgets.length > 1) throw ApiError.internal('This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
@@ -107,7 +108,8 @@ async function useBudget(ctx: WriteContext, r: ResourceRequest, pod: ApiObject, 
 
 function checkName(r: ResourceRequest, eviction: ApiObject): void {
   const meta = record(eviction.metadata);
-  if (typeof meta['name'] === 'string' && meta['name'] !== '' && meta['name'] !== r.info.name) throw ApiError.badRequest('name in URL does not match name in Eviction object');
+  // The name is required, as the original compares it even when empty: an Eviction without one evicts nothing.
+  if (meta['name'] !== r.info.name) throw ApiError.badRequest('name in URL does not match name in Eviction object');
   if (typeof meta['namespace'] === 'string' && meta['namespace'] !== '' && meta['namespace'] !== r.info.namespace) {
     throw ApiError.badRequest(`the namespace of the provided object (${meta['namespace']}) does not match the namespace sent on the request (${r.info.namespace})`);
   }
@@ -131,13 +133,13 @@ async function admitEviction(ctx: WriteContext, r: ResourceRequest, eviction: Ap
     dryRun: ctx.dryRun,
     options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1', ...(ctx.dryRun ? { dryRun: ['All'] } : {}) },
   };
-  const opts = { requestId: ctx.requestId, timeoutMs: ctx.deps.limits.admissionTimeoutMs };
-  const mutated = await ctx.deps.admission.admit({ ...input, phase: 'mutating-then-validating', object: eviction }, opts);
+  const opts = () => callOptionsWithin(ctx, ctx.deps.limits.admissionTimeoutMs);
+  const mutated = await ctx.deps.admission.admit({ ...input, phase: 'mutating-then-validating', object: eviction }, opts());
   for (const w of mutated.warnings) ctx.warn(w);
   annotateAudit(ctx, mutated.auditAnnotations);
   if (mutated.validated) return eviction;
   const final = mutated.object ?? eviction;
-  const validated = await ctx.deps.admission.admit({ ...input, phase: 'validating', object: final }, opts);
+  const validated = await ctx.deps.admission.admit({ ...input, phase: 'validating', object: final }, opts());
   for (const w of validated.warnings) ctx.warn(w);
   annotateAudit(ctx, validated.auditAnnotations);
   return final;
