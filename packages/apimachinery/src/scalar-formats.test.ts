@@ -151,8 +151,12 @@ describe('sized integers', () => {
     expect(integerRangeProblem('int32', 2147483648)).toBe('cannot unmarshal number 2147483648 into a field of type int32');
     expect(integerRangeProblem('int32', -2147483649)).toBe('cannot unmarshal number -2147483649 into a field of type int32');
     expect(integerRangeProblem('int64', 99999999999)).toBeUndefined();
-    expect(integerRangeProblem('int64', JSON.parse('9223372036854775807') as number)).toBeUndefined();
-    expect(integerRangeProblem('int64', -(2 ** 63))).toBeUndefined();
+    expect(integerRangeProblem('int64', Number.MAX_SAFE_INTEGER)).toBeUndefined();
+    expect(integerRangeProblem('int64', Number.MIN_SAFE_INTEGER)).toBeUndefined();
+    // Within int64 but not held exactly by a double: stored, it would change, and 2^63 - 1 would read back beyond int64.
+    expect(integerRangeProblem('int64', JSON.parse('9223372036854775807') as number)).toBe('int64 value too large to be stored exactly: integers from -9007199254740991 to 9007199254740991 are accepted');
+    expect(integerRangeProblem('int64', 2 ** 53)).toBeDefined();
+    expect(integerRangeProblem('int64', -(2 ** 63))).toBeDefined();
     expect(integerRangeProblem('int64', 1e19)).toBe('cannot unmarshal number 10000000000000000000 into a field of type int64');
     expect(integerRangeProblem('int64', -1e19)).toBeDefined();
     expect(integerRangeProblem(undefined, 1e30)).toBeUndefined();

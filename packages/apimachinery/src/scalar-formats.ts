@@ -307,17 +307,24 @@ const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 /**
  * The int64 bounds as doubles. JSON numbers arrive as doubles, so the
- * largest int64 (2^63 - 1) is read as 2^63 and has to be let through.
+ * largest int64 (2^63 - 1) is read as 2^63.
  */
 const INT64_MIN = -(2 ** 63);
 const INT64_MAX_AS_DOUBLE = 2 ** 63;
 
-/** Go's refusal of an integral number its integer type cannot hold, or undefined when it fits. */
+/**
+ * Go's refusal of an integral number its integer type cannot hold, or
+ * undefined when it fits. An int64 beyond what a double holds exactly
+ * (2^53 - 1) is refused too: it would be stored rounded, and the largest
+ * int64 would come back as 9223372036854776000, which no Go client can
+ * decode, so every typed list of its kind would fail for them.
+ */
 export function integerRangeProblem(format: string | undefined, value: number): string | undefined {
   if (format === 'int32') {
     if (value >= INT32_MIN && value <= INT32_MAX) return undefined;
   } else if (format === 'int64') {
-    if (value >= INT64_MIN && value <= INT64_MAX_AS_DOUBLE) return undefined;
+    if (Number.isSafeInteger(value)) return undefined;
+    if (value >= INT64_MIN && value <= INT64_MAX_AS_DOUBLE) return `int64 value too large to be stored exactly: integers from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER} are accepted`;
   } else {
     return undefined;
   }
