@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { StatusCause } from '@svc/apimachinery';
 
 /**
@@ -43,6 +44,12 @@ export function tooLong(field: string, max: number): StatusCause {
 
 export function typeInvalid(field: string, value: unknown, expected: string): StatusCause {
   return { reason: 'FieldValueTypeInvalid', field, message: `Invalid value: ${show(value)}: must be ${expected}` };
+}
+
+/** An IP address (v4 or v6), as the original's IsValidIP words its refusal. */
+export function ipAddressErrors(field: string, value: unknown): StatusCause[] {
+  if (typeof value === 'string' && isIP(value) !== 0) return [];
+  return [invalid(field, value ?? '', 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)')];
 }
 
 /** `path[key]`, the form field paths take for map entries. */

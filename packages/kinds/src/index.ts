@@ -89,6 +89,7 @@ export {
   crdStorageVersion,
 } from './custom-resource-definition';
 export { BUILTIN_GROUPS, validateCustomResourceDefinition, validateNames } from './crd-validation';
+export { forbidden, notSupported } from './field-errors';
 export { customResourceDefinitions, customResourceStrategy, servedNames, specNames, type CustomResourceNames } from './custom-resources';
 export { MAX_SCHEMA_DEPTH, defaultErrors, normalizeExtensions, schemaFromStructural, structuralSchemaErrors } from './structural-schema';
 export { applySchemaDefaults, validateValue } from './schema-values';

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import type { ApiObject, PrinterColumn, ResourceDefinition, StatusCause } from '@svc/apimachinery';
 import { STANDARD_VERBS, compareQuantities, parseQuantity, type Quantity } from '@svc/apimachinery';
 import {
@@ -10,6 +9,7 @@ import {
   ianaServiceNameErrors,
   indexPath,
   invalid,
+  ipAddressErrors,
   isPortNumber,
   keyPath,
   notSupported,
@@ -496,8 +496,6 @@ function frozenSpec(spec: unknown): unknown {
   return copy;
 }
 
-const IP_ADDRESS_MESSAGE = 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)';
-
 /** The addresses a status write reports, each a valid IP; only what the write changes is judged. */
 function statusAddressErrors(obj: ApiObject, old: ApiObject): StatusCause[] {
   const status = asRecord(obj['status']) ?? {};
@@ -505,13 +503,12 @@ function statusAddressErrors(obj: ApiObject, old: ApiObject): StatusCause[] {
   const causes: StatusCause[] = [];
   for (const single of ['podIP', 'hostIP']) {
     const ip = status[single];
-    if (typeof ip === 'string' && ip !== '' && ip !== oldStatus[single] && isIP(ip) === 0) causes.push(invalid(`status.${single}`, ip, IP_ADDRESS_MESSAGE));
+    if (typeof ip === 'string' && ip !== '' && ip !== oldStatus[single]) causes.push(...ipAddressErrors(`status.${single}`, ip));
   }
   for (const list of ['podIPs', 'hostIPs']) {
     if (deepEqual(status[list], oldStatus[list])) continue;
     asList(status[list]).forEach((item, i) => {
-      const ip = asRecord(item)?.['ip'];
-      if (typeof ip !== 'string' || isIP(ip) === 0) causes.push(invalid(indexPath(`status.${list}`, i), ip ?? '', IP_ADDRESS_MESSAGE));
+      causes.push(...ipAddressErrors(indexPath(`status.${list}`, i), asRecord(item)?.['ip']));
     });
   }
   return causes;

@@ -8,6 +8,7 @@ import {
   forbidden,
   indexPath,
   invalid,
+  ipAddressErrors,
   isPortNumber,
   notSupported,
   portNumberOrNameErrors,
@@ -274,7 +275,7 @@ function loadBalancerStatusErrors(obj: ApiObject, old: ApiObject): StatusCause[]
     const at = indexPath('status.loadBalancer.ingress', i);
     const causes: StatusCause[] = [];
     const ip = asString(ingress['ip']) ?? '';
-    if (ip !== '' && isIP(ip) === 0) causes.push(invalid(`${at}.ip`, ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    if (ip !== '') causes.push(...ipAddressErrors(`${at}.ip`, ip));
     const hostname = asString(ingress['hostname']) ?? '';
     if (hostname !== '') {
       causes.push(...dnsSubdomainErrors(`${at}.hostname`, hostname));

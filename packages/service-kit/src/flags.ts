@@ -2,6 +2,8 @@
  * Command-line flags in the `--name=value` / `--name value` form the original
  * server uses. Each service declares its flags once; `--help` prints them.
  */
+import { DurationError, parseGoDuration } from './duration';
+
 export interface FlagSpec {
   description: string;
   /** Default value; a flag without a default and with `required` must be given. */
@@ -113,23 +115,20 @@ export function listFlag(flags: ParsedFlags, name: string): string[] {
     .filter(Boolean);
 }
 
-const DURATION_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
 /**
  * A duration in the form the original server's flags take (`2m0s`, `1h`,
- * `90s`, `500ms`, `0`), in milliseconds. A plain number is refused except 0,
- * as there it would be ambiguous.
+ * `90s`, `500ms`, `0`), in milliseconds, read by the one duration parser.
+ * A plain number is refused except 0, as there it would be ambiguous, and
+ * so is a sign: no flag takes a negative duration.
  */
 export function parseDuration(value: string, flag: string): number {
   const text = value.trim();
-  if (text === '0') return 0;
-  const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/gy;
-  let total = 0;
-  let consumed = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
-    consumed = re.lastIndex;
+  const refused = () => new FlagError(`--${flag}: invalid duration ${JSON.stringify(value)} (examples: 2m0s, 1h, 90s, 500ms)`);
+  if (text.startsWith('-') || text.startsWith('+')) throw refused();
+  try {
+    return parseGoDuration(text);
+  } catch (err) {
+    if (err instanceof DurationError) throw refused();
+    throw err;
   }
-  if (text === '' || consumed !== text.length) throw new FlagError(`--${flag}: invalid duration ${JSON.stringify(value)} (examples: 2m0s, 1h, 90s, 500ms)`);
-  return total;
 }

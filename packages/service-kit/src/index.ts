@@ -3,6 +3,7 @@
  * servers and clients with API errors carried across.
  */
 export { createLogger, LOG_LEVELS, type Logger, type LogLevel, type LogFields, type LoggerOptions } from './logger';
+export { DurationError, parseGoDuration } from './duration';
 export { parseFlags, parseDuration, listFlag, usage, FlagError, type FlagSpec, type FlagSpecs, type ParsedFlags } from './flags';
 export {
   STATUS_TRAILER,

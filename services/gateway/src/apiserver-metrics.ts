@@ -1,7 +1,5 @@
 import { processMetrics, type MetricsRegistry } from '@svc/service-kit';
-import { CONNECT_SUBRESOURCES, isLongRunning, type RequestInfo } from './request-info';
-
-export { isLongRunning };
+import { CONNECT_SUBRESOURCES, type RequestInfo } from './request-info';
 
 /**
  * The gateway's metrics, with the original server's names, types, labels

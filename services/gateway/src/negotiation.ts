@@ -150,18 +150,7 @@ const MAX_EXPANSION = 4;
 const EXPANSION_ALLOWANCE = 10_000;
 
 export function checkDecodedSize(value: unknown, bodyBytes: number, format: string): void {
-  const budget = bodyBytes * MAX_EXPANSION + EXPANSION_ALLOWANCE;
-  let count = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
-    if (++count > budget) {
-      throw ApiError.badRequest(`the ${format} body expands to more than ${budget} values (${MAX_EXPANSION} per byte of the body): excessive aliasing is not allowed`);
-    }
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > MAX_DECODED_DEPTH) throw ApiError.badRequest(`the ${format} body is nested deeper than the limit of ${MAX_DECODED_DEPTH} levels`);
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
+  checkShape(value, `the ${format} body`, bodyBytes * MAX_EXPANSION + EXPANSION_ALLOWANCE);
 }
 
 /**
@@ -170,9 +159,18 @@ export function checkDecodedSize(value: unknown, bodyBytes: number, format: stri
  * and an object no client could send back whole is not stored.
  */
 export function checkNesting(value: unknown, what: string): void {
+  checkShape(value, what, Infinity);
+}
+
+/** Walks `value` (without recursion) and refuses it past `budget` values or MAX_DECODED_DEPTH levels. */
+function checkShape(value: unknown, what: string, budget: number): void {
+  let count = 0;
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop() as [unknown, number];
+    if (++count > budget) {
+      throw ApiError.badRequest(`${what} expands to more than ${budget} values (${MAX_EXPANSION} per byte of the body): excessive aliasing is not allowed`);
+    }
     if (v === null || typeof v !== 'object') continue;
     if (depth > MAX_DECODED_DEPTH) throw ApiError.badRequest(`${what} is nested deeper than the limit of ${MAX_DECODED_DEPTH} levels`);
     for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);

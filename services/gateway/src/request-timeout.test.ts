@@ -1,7 +1,7 @@
 import { ApiError } from '@svc/apimachinery';
-import { FlagError } from '@svc/service-kit';
+import { FlagError, parseGoDuration } from '@svc/service-kit';
 import { parseRequestInfo, parseRequestPath } from './request-info';
-import { callOptionsWithin, deadlineExceeded, effectiveTimeoutMs, parseGoDuration, parseTimeoutParam, queueWaitLimitMs, requestTimeoutFlag } from './request-timeout';
+import { callOptionsWithin, deadlineExceeded, effectiveTimeoutMs, parseTimeoutParam, queueWaitLimitMs, requestTimeoutFlag } from './request-timeout';
 
 /** What `fn` throws, which must be an ApiError. */
 function refusal(fn: () => unknown): ApiError {

@@ -1,7 +1,7 @@
 import { ResourceRegistry } from '@svc/apimachinery';
 import { registerBuiltins } from '@svc/kinds';
-import { isLongRunning, reportedDryRun, reportedScope, reportedVerb, requestKind } from '../apiserver-metrics';
-import { parseRequestInfo, parseRequestPath } from '../request-info';
+import { reportedDryRun, reportedScope, reportedVerb, requestKind } from '../apiserver-metrics';
+import { isLongRunning, parseRequestInfo, parseRequestPath } from '../request-info';
 import { compressUsername, resourceLabels } from './metrics';
 
 function info(method: string, target: string) {

@@ -2,12 +2,12 @@ import type { Response } from 'express';
 import { ApiError, type ResourceRegistry, type UserInfo } from '@svc/apimachinery';
 import { processMetrics } from '@svc/service-kit';
 import { currentUserFrom, requestInfoFrom } from '../context';
-import { enterInflight, gatewayMetrics, isLongRunning, reportedDryRun, reportedScope, reportedVerb, requestKind, type GatewayMetrics } from '../apiserver-metrics';
+import { enterInflight, gatewayMetrics, reportedDryRun, reportedScope, reportedVerb, requestKind, type GatewayMetrics } from '../apiserver-metrics';
 import { CachedStorage } from '../cache/cached-storage';
 import type { ObjectStorage } from '../registry/storage-interface';
 import type { AuthorizeFn } from './authorization';
 import type { Handler } from './chain';
-import type { RequestInfo } from '../request-info';
+import { isLongRunning, type RequestInfo } from '../request-info';
 
 /**
  * Records every request that parsed (the request-info filter refuses the

@@ -1,7 +1,8 @@
 import { ApiError } from '@svc/apimachinery';
 import { apiVersionOf } from './debug';
 import { enterLimit, type InFlightLimits } from './max-in-flight';
-import { isLongRunning, requestKind } from '../apiserver-metrics';
+import { requestKind } from '../apiserver-metrics';
+import { isLongRunning } from '../request-info';
 import { deadlineFrom, requestInfoFrom, userFrom } from '../context';
 import { queueWaitLimitMs } from '../request-timeout';
 import type { Handler } from '../filters/chain';

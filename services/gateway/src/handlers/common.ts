@@ -46,16 +46,9 @@ export function protobufFor(r: ResourceRequest): ProtobufCodec | undefined {
   return r.deps.protobuf?.supports(groupVersion(r.def), r.def.kind) ? r.deps.protobuf : undefined;
 }
 
+/** Whether a dry run was asked for: the router refused a value other than `All` (request-options.ts), as DeleteOptions do for deletes. */
 export function parseDryRun(req: Request): boolean {
-  return dryRunOf(queryValues(req, 'dryRun'));
-}
-
-/** Dry-run values, from the query or an options body: only "All" is defined. */
-export function dryRunOf(values: string[]): boolean {
-  for (const v of values) {
-    if (v !== 'All') throw ApiError.badRequest(`Invalid dryRun value: ${JSON.stringify(v)}: supported values: "All"`, [{ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: ${JSON.stringify(v)}: supported values: "All"` }]);
-  }
-  return values.length > 0;
+  return queryValues(req, 'dryRun').length > 0;
 }
 
 /** The fieldValidation of a write (Warn by default): the router refused any other value for the writes that read it (request-options.ts). */

@@ -3,7 +3,8 @@ import { mediaTypeOf, parseJson, parseYaml, PROTOBUF_TYPES, JSON_TYPE, YAML_TYPE
 import { parseBoolParam } from '../query-bool';
 import { INT64_MAX, INT64_MIN, firstValue, int64NumberParam, safeNumber } from '../query-params';
 import type { DeleteOptions } from '../registry/store';
-import { dryRunCauses, notSupported, refuseOptions } from './request-options';
+import { notSupported } from '@svc/kinds';
+import { dryRunCauses, refuseOptions } from './request-options';
 
 /**
  * DeleteOptions of a delete, a deletecollection or a namespace's deletion,
@@ -128,7 +129,7 @@ export function parseDeleteOptions(queryValues: (name: string) => readonly strin
     causes.push({ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: `Invalid value: ${JSON.stringify(propagationPolicy)}: orphanDependents and deletionPropagation cannot be both set` });
   }
   if (propagationPolicy !== undefined && !(PROPAGATION_POLICIES as readonly string[]).includes(propagationPolicy)) {
-    causes.push(notSupported('propagationPolicy', JSON.stringify(propagationPolicy), [...PROPAGATION_POLICIES, 'nil']));
+    causes.push(notSupported('propagationPolicy', propagationPolicy, [...PROPAGATION_POLICIES, 'nil']));
   }
   causes.push(...dryRunCauses(dryRunValues));
   refuseOptions('DeleteOptions', causes);

@@ -21,6 +21,11 @@ export const STRATEGIC = 'application/strategic-merge-patch+json';
 export const APPLY_YAML = 'application/apply-patch+yaml';
 export const APPLY_JSON = 'application/apply-patch+json';
 
+/** Whether a patch's media type is a server-side apply. */
+export function isApplyPatchType(type: string): boolean {
+  return type === APPLY_YAML || type === APPLY_JSON;
+}
+
 /** The field manager and force of a server-side apply: the manager is required. */
 export function applyOptions(req: Request): { fieldManager: string; force: boolean } {
   const fieldManager = query(req, 'fieldManager') ?? '';
@@ -53,7 +58,7 @@ export async function handlePatch(req: Request, res: Response, r: ResourceReques
   }
   const body = await readBody(req, r.deps.limits.maxBodyBytes);
   if (body.length === 0) throw ApiError.badRequest('the patch document is empty');
-  const isApply = type === APPLY_YAML || type === APPLY_JSON;
+  const isApply = isApplyPatchType(type);
   // Apply records ownership itself; other patches are tracked as updates.
   const { fieldManager: updateManager, ...applyCtx } = writeContext(req, r);
   const patch = isApply ? parseApplyConfiguration(body, applyCtx) : parseJson(body);

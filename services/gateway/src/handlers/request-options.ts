@@ -1,6 +1,8 @@
 import { ApiError, type StatusCause } from '@svc/apimachinery';
+import { forbidden, notSupported } from '@svc/kinds';
 import { mediaTypeOf } from '../negotiation';
 import { firstValue } from '../query-params';
+import { isApplyPatchType } from './patch';
 
 /**
  * The options of a request (CreateOptions, UpdateOptions, PatchOptions,
@@ -39,18 +41,10 @@ export function refuseOptions(kind: OptionsKind, causes: StatusCause[]): void {
 
 const quote = (v: string): string => JSON.stringify(v);
 
-export function notSupported(field: string, shown: string, supported: readonly string[]): StatusCause {
-  return { reason: 'FieldValueNotSupported', field, message: `Unsupported value: ${shown}: supported values: ${supported.map(quote).join(', ')}` };
-}
-
-export function forbidden(field: string, detail: string): StatusCause {
-  return { reason: 'FieldValueForbidden', field, message: `Forbidden: ${detail}` };
-}
-
 /** `dryRun`: every value must be `All` (the list is shown as the original shows a list of strings). */
 export function dryRunCauses(values: readonly string[]): StatusCause[] {
   if (values.every((v) => v === 'All')) return [];
-  return [notSupported('dryRun', `[]string{${values.map(quote).join(', ')}}`, ['All'])];
+  return [{ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: []string{${values.map(quote).join(', ')}}: supported values: "All"` }];
 }
 
 export const FIELD_MANAGER_MAX_BYTES = 128;
@@ -80,10 +74,8 @@ const FIELD_VALIDATION_VALUES = ['', 'Ignore', 'Strict', 'Warn'];
 
 /** `fieldValidation`: empty (the default, Warn), Ignore, Warn or Strict. */
 export function fieldValidationCauses(value: string): StatusCause[] {
-  return FIELD_VALIDATION_VALUES.includes(value) ? [] : [notSupported('fieldValidation', quote(value), FIELD_VALIDATION_VALUES)];
+  return FIELD_VALIDATION_VALUES.includes(value) ? [] : [notSupported('fieldValidation', value, FIELD_VALIDATION_VALUES)];
 }
-
-export const APPLY_TYPES = ['application/apply-patch+yaml', 'application/apply-patch+json'];
 
 /** The query of a request: a parameter's values, none when absent. */
 export type QueryValues = (name: string) => readonly string[];
@@ -95,7 +87,7 @@ function writeCauses(values: QueryValues): StatusCause[] {
 /** PatchOptions: `force` only on apply, which needs a `fieldManager`; then the write options. */
 function patchCauses(values: QueryValues, contentType: string | undefined): StatusCause[] {
   const causes: StatusCause[] = [];
-  if (!APPLY_TYPES.includes(mediaTypeOf(contentType))) {
+  if (!isApplyPatchType(mediaTypeOf(contentType))) {
     if (values('force').length > 0) causes.push(forbidden('force', 'may not be specified for non-apply patch'));
   } else if ((firstValue(values('fieldManager')) ?? '') === '') {
     causes.push({ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' });
@@ -114,7 +106,7 @@ function listCauses(values: QueryValues): StatusCause[] {
   if (match !== '') {
     if (rv === '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
     if ((firstValue(values('continue')) ?? '') !== '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
-    if (match !== MATCH_EXACT && match !== MATCH_NOT_OLDER) causes.push(notSupported('resourceVersionMatch', quote(match), [MATCH_EXACT, MATCH_NOT_OLDER, '']));
+    if (match !== MATCH_EXACT && match !== MATCH_NOT_OLDER) causes.push(notSupported('resourceVersionMatch', match, [MATCH_EXACT, MATCH_NOT_OLDER, '']));
     if (match === MATCH_EXACT && rv === '0') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
   }
   if (values('sendInitialEvents').length > 0) causes.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
@@ -129,7 +121,7 @@ function watchCauses(values: QueryValues): StatusCause[] {
   if (initialEvents && match !== MATCH_NOT_OLDER) causes.push(forbidden('resourceVersionMatch', `sendInitialEvents requires setting resourceVersionMatch to ${MATCH_NOT_OLDER}`));
   if (match !== '') {
     if (!initialEvents) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
-    if (match !== MATCH_NOT_OLDER) causes.push(notSupported('resourceVersionMatch', quote(match), [MATCH_NOT_OLDER]));
+    if (match !== MATCH_NOT_OLDER) causes.push(notSupported('resourceVersionMatch', match, [MATCH_NOT_OLDER]));
     if ((firstValue(values('continue')) ?? '') !== '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
   }
   return causes;
